@@ -1,0 +1,70 @@
+"""proxypointer: Proxy-Pointer RAG over long structured markdown, without an LLM.
+
+Headings become a skeleton tree; each section's own text is chunked with its breadcrumb and
+embedded; a query's chunk hits are deduplicated by (doc_id, node_id) and the *whole section*
+is sliced from the stored source, with a citation ``path#L<start>-L<end>``.
+
+Importing this package loads no torch, sentence-transformers or chromadb: heavy names load on
+first use.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .config import ProxyPointerConfig, load_config
+from .errors import (
+    ConfigError,
+    DocumentError,
+    LockError,
+    MissingDependencyError,
+    ProxyPointerError,
+    StaleSourceError,
+    StoreError,
+)
+
+if TYPE_CHECKING:
+    from .chunking import Chunk
+    from .pipeline import Index
+    from .retrieval import Retriever, Section
+    from .tree import DocumentTree, Node
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chunk",
+    "ConfigError",
+    "DocumentError",
+    "DocumentTree",
+    "Index",
+    "LockError",
+    "MissingDependencyError",
+    "Node",
+    "ProxyPointerConfig",
+    "ProxyPointerError",
+    "Retriever",
+    "Section",
+    "StaleSourceError",
+    "StoreError",
+    "load_config",
+]
+
+_LAZY = {
+    "Chunk": "chunking",
+    "Index": "pipeline",
+    "Retriever": "retrieval",
+    "Section": "retrieval",
+    "DocumentTree": "tree",
+    "Node": "tree",
+}
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'proxypointer' has no attribute {name!r}")

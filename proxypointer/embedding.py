@@ -1,0 +1,126 @@
+"""Embedding: texts -> L2-normalised float32 vectors, with sentence-transformers.
+
+``import proxypointer`` never imports torch or sentence-transformers (about 7 s here,
+STACK.md); the model loads on the first ``encode`` call, offline, from a local folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from .config import EmbeddingConfig
+from .errors import MissingDependencyError
+from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["Embedder", "SentenceTransformerEmbedder"]
+
+logger = logging.getLogger(__name__)
+
+
+class Embedder(Protocol):
+    """What the pipeline needs from an embedding model.
+
+    Attributes:
+        name: Model name as configured; part of the embedding-cache key.
+        tokenizer: Counts word pieces and knows ``max_seq_length`` (chunk sizing).
+    """
+
+    name: str
+    tokenizer: Any
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed texts.
+
+        Returns:
+            float32 array of shape ``(len(texts), dim)``, rows L2-normalised, so that the
+            dot product is the cosine similarity.
+        """
+        ...
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded lazily from a local folder.
+
+    Args:
+        config: Model name or path, batch size, device.
+
+    Raises:
+        MissingDependencyError: On first use, if sentence-transformers is not installed.
+        ConfigError: If the model is neither packaged, a folder, nor in the local cache.
+    """
+
+    def __init__(self, config: EmbeddingConfig | None = None) -> None:
+        self.config = config or EmbeddingConfig()
+        self.name = self.config.model
+        self._tokenizer: HFTokenizer | None = None
+        self._model: SentenceTransformer | None = None
+
+    @property
+    def tokenizer(self) -> HFTokenizer:
+        """The model's tokenizer (loaded without torch)."""
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.name)
+        return self._tokenizer
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The loaded ``SentenceTransformer`` (first access loads it, ~1 s plus imports)."""
+        if self._model is None:
+            # Models are never downloaded at run time: keep the hub client offline.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as err:
+                raise MissingDependencyError(
+                    "embedding needs sentence-transformers; pip install sentence-transformers"
+                ) from err
+            try:  # the weight-loading bar would break our own progress line
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover
+                pass
+            path = resolve_model_path(self.name)
+            logger.info("loading embedding model %s from %s", self.name, path)
+            self._model = SentenceTransformer(str(path), device=self.config.device)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension (384 for all-MiniLM-L6-v2)."""
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get())
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Embed texts in batches, in length-sorted order (sentence-transformers sorts).
+
+        Args:
+            texts: Texts, each within the model's ``max_seq_length`` (chunking ensures it).
+            batch_size: Texts per forward pass; defaults to the config's.
+
+        Returns:
+            float32 array ``(len(texts), dim)``, rows L2-normalised.
+        """
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size or self.config.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode_query(self, query: str) -> np.ndarray:
+        """Embed one query (with the configured ``query_prefix``); float32 ``(dim,)``."""
+        return self.encode([self.config.query_prefix + query])[0]

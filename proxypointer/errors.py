@@ -1,0 +1,45 @@
+"""Errors raised on purpose by proxypointer.
+
+Every message follows ``<file>[:line]: <what is wrong>; <what to do>`` so a user can find the
+cause without a traceback. This module imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DocumentError",
+    "LockError",
+    "MissingDependencyError",
+    "ProxyPointerError",
+    "StaleSourceError",
+    "StoreError",
+]
+
+
+class ProxyPointerError(Exception):
+    """Base of every error proxypointer raises on purpose."""
+
+
+class ConfigError(ProxyPointerError, ValueError):
+    """Bad YAML, an unknown key, or a value out of range."""
+
+
+class DocumentError(ProxyPointerError, ValueError):
+    """A source file cannot be read or parsed (missing, binary, invalid UTF-8)."""
+
+
+class StoreError(ProxyPointerError):
+    """Chroma refused a write, cannot be reached, or the registry is inconsistent."""
+
+
+class LockError(StoreError):
+    """Another process holds the write lock of the store."""
+
+
+class StaleSourceError(ProxyPointerError):
+    """A pointer no longer matches its stored source text."""
+
+
+class MissingDependencyError(ProxyPointerError, ImportError):
+    """An optional package is absent; the message names what to install."""

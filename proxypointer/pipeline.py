@@ -1,0 +1,531 @@
+"""Index: the one place that wires files -> tree -> chunks -> embeddings -> Chroma.
+
+Ingestion is a *sync*: a document whose content and settings are unchanged costs a read and a
+hash; a changed one is re-chunked and only chunks whose embedded text changed are embedded
+again (the embedding cache is keyed by model and text hash). Every version is written
+add-new, flip-registry, delete-old, under an inter-process lock, so a crash leaves each
+document at its old or its new version and the next run repairs the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .chunking import Chunk, chunk_document, document_hash
+from .config import ProxyPointerConfig, config_to_dict
+from .embedding import Embedder, SentenceTransformerEmbedder
+from .errors import ConfigError, DocumentError, LockError, ProxyPointerError
+from .registry import Registry, tree_to_json
+from .store import ChromaStore
+from .tree import build_tree, read_document, split_lines
+
+__all__ = ["CheckReport", "Index", "IngestReport", "discover"]
+
+logger = logging.getLogger(__name__)
+
+#: File suffixes ingested from folders.
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What one ingest run did.
+
+    Attributes:
+        documents: Documents found in the given paths.
+        indexed: Documents written (new or changed).
+        unchanged: Documents skipped because content and settings were unchanged.
+        deleted: Documents removed (``prune``).
+        sections: Sections (nodes or windows) of the documents written.
+        chunks: Chunks written.
+        embedded: Chunks embedded by the model in this run.
+        cached: Chunks whose vector came from the embedding cache.
+        failed: ``(path, message)`` for each file that could not be indexed; what was
+            indexed before is kept.
+        seconds: Wall time of the run.
+        stage_seconds: Time per stage: read, tree, chunking, embedding, store, registry.
+    """
+
+    documents: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    sections: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: documents, sections, chunks, seconds (and failures)."""
+        line = (
+            f"{self.documents} documents ({self.indexed} indexed, {self.unchanged} unchanged, "
+            f"{self.deleted} deleted), {self.sections} sections, {self.chunks} chunks "
+            f"({self.embedded} embedded, {self.cached} cached) in {self.seconds:.1f} s"
+        )
+        if self.failed:
+            line += f"; {len(self.failed)} failed"
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "documents": self.documents, "indexed": self.indexed, "unchanged": self.unchanged,
+            "deleted": self.deleted, "sections": self.sections, "chunks": self.chunks,
+            "embedded": self.embedded, "cached": self.cached,
+            "failed": [{"path": p, "error": m} for p, m in self.failed],
+            "seconds": round(self.seconds, 3), "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+        }
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """Differences between the registry, the stored sources and Chroma.
+
+    Attributes:
+        documents: Documents in the registry.
+        chunks: Live chunk ids in the registry.
+        problems: One line per difference (empty when consistent).
+        repaired: One line per repair made (``repair=True``).
+    """
+
+    documents: int = 0
+    chunks: int = 0
+    problems: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is inconsistent."""
+        return not self.problems
+
+
+def discover(paths: Iterable[str | Path]) -> tuple[list[tuple[str, Path, Path | None]], list[tuple[str, str]]]:
+    """Find markdown files and their doc ids.
+
+    Args:
+        paths: Files or folders; folders are searched recursively for ``*.md`` and
+            ``*.markdown``.
+
+    Returns:
+        ``(found, missing)``: ``found`` holds ``(doc_id, file, root)`` where ``doc_id`` is the
+        path relative to the given folder without suffix, ``/``-separated (a file given
+        directly: its stem; ``root`` None); ``missing`` holds ``(path, message)``.
+    """
+    found: dict[str, tuple[str, Path, Path | None]] = {}
+    missing: list[tuple[str, str]] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix.lower() in MARKDOWN_SUFFIXES and f.is_file())
+            for f in files:
+                doc_id = f.relative_to(p).with_suffix("").as_posix()
+                found.setdefault(doc_id, (doc_id, f, p))
+        elif p.is_file():
+            found.setdefault(p.stem, (p.stem, p, None))
+        else:
+            missing.append((str(p), f"{p}: no such file or folder; check the path"))
+    return list(found.values()), missing
+
+
+@dataclass(slots=True)
+class _Prepared:
+    doc_id: str
+    path: Path
+    text: str
+    doc_hash: str
+    version: str
+    title: str
+    line_count: int
+    n_sections: int
+    chunks: list[Chunk]
+    tree_json: str
+    mtime: float
+    size: int
+
+
+class Index:
+    """A proxypointer index: registry, stored sources and a Chroma collection.
+
+    Args:
+        store: Store folder; defaults to ``config.store.path`` (``.proxypointer`` in the
+            working directory).
+        config: Full configuration; defaults to the built-in defaults.
+        embedder: Embedding model; defaults to sentence-transformers with
+            ``config.embedding`` (loaded on first use).
+
+    Example:
+        >>> index = Index("./.proxypointer")                  # doctest: +SKIP
+        >>> print(index.ingest(["data/"]).summary())          # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        store: str | Path | None = None,
+        config: ProxyPointerConfig | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.config = config or ProxyPointerConfig()
+        self.root = Path(store if store is not None else self.config.store.path)
+        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
+        self._registry: Registry | None = None
+        self._store: ChromaStore | None = None
+
+    # -- parts --------------------------------------------------------------------------
+    @property
+    def registry(self) -> Registry:
+        """The registry (opened on first use)."""
+        if self._registry is None:
+            self._registry = Registry(self.root)
+        return self._registry
+
+    @property
+    def store(self) -> ChromaStore:
+        """The Chroma collection adapter (opened on first use)."""
+        if self._store is None:
+            self._store = ChromaStore(self.config.store, self.root)
+        return self._store
+
+    def close(self) -> None:
+        """Release the registry connection."""
+        if self._registry is not None:
+            self._registry.close()
+            self._registry = None
+
+    @property
+    def pipeline_key(self) -> str:
+        """Hash of every setting that shapes chunks and vectors (model, tree, chunking)."""
+        cfg = config_to_dict(self.config)
+        key = json.dumps({"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}, sort_keys=True)
+        return hashlib.sha1(key.encode()).hexdigest()[:8]
+
+    def _lock(self):
+        from filelock import FileLock
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.root / "write.lock"), timeout=self.config.store.lock_timeout_s)
+
+    def _check_model(self) -> None:
+        stored = self.registry.get_meta("model")
+        if stored is None:
+            self.registry.set_meta("model", self.embedder.name)
+        elif stored != self.embedder.name:
+            raise ConfigError(
+                f"{self.root}: the store was built with model {stored!r}, the config asks for "
+                f"{self.embedder.name!r}; use another --store or the same model"
+            )
+
+    # -- ingest -------------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = False,
+        show_progress: bool = True,
+        batch_chunks: int = 512,
+    ) -> IngestReport:
+        """Sync the index with markdown files: add new, re-index changed, skip unchanged.
+
+        Args:
+            paths: Files or folders (searched recursively for ``*.md``, ``*.markdown``).
+            prune: Also delete documents whose files are gone from the given folders.
+            show_progress: Show a tqdm bar on stderr.
+            batch_chunks: Chunks gathered across documents before one ``encode`` call.
+
+        Returns:
+            The report; files that failed are listed in ``failed`` and the rest is indexed.
+
+        Raises:
+            LockError: If another process holds the store's write lock past
+                ``store.lock_timeout_s``.
+            StoreError: If Chroma cannot be opened or refuses a write.
+            ConfigError: If the store was built with another model.
+        """
+        from filelock import Timeout
+
+        try:
+            with self._lock():
+                return self._ingest(paths, prune, show_progress, batch_chunks)
+        except Timeout as err:
+            raise LockError(
+                f"{self.root / 'write.lock'}: another process is writing to this store; "
+                f"wait for it to finish (waited {self.config.store.lock_timeout_s:g} s)"
+            ) from err
+
+    def _ingest(self, paths: Sequence[str | Path], prune: bool, show_progress: bool, batch_chunks: int) -> IngestReport:
+        from tqdm import tqdm
+
+        t0 = time.perf_counter()
+        report = IngestReport(stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0))
+        st = report.stage_seconds
+        self._check_model()
+        self.repair()
+        found, missing = discover(paths)
+        report.failed.extend(missing)
+        report.documents = len(found)
+        key = self.pipeline_key
+        tokenizer = self.embedder.tokenizer
+        pending: list[_Prepared] = []
+        n_pending = 0
+        bar = tqdm(total=len(found), desc="ingest", unit="doc", disable=not show_progress, leave=False)
+        for doc_id, path, _root in found:
+            t = time.perf_counter()
+            try:
+                text = read_document(path)
+            except DocumentError as err:
+                report.failed.append((str(path), str(err)))
+                logger.warning("%s", err)
+                bar.update(1)
+                continue
+            stat = path.stat()
+            doc_hash = document_hash(text)
+            version = hashlib.sha1(f"{doc_hash}:{key}".encode()).hexdigest()[:10]
+            st["read"] += time.perf_counter() - t
+            record = self.registry.get(doc_id)
+            if record and record.state == "ready" and record.version == version:
+                self.registry.touch(doc_id, str(path.resolve()), stat.st_mtime, stat.st_size)
+                report.unchanged += 1
+                bar.update(1)
+                continue
+            if not text.strip():
+                msg = f"{path}: empty document (no text); nothing indexed"
+                report.failed.append((str(path), msg))
+                logger.warning("%s", msg)
+                bar.update(1)
+                continue
+            t = time.perf_counter()
+            lines = split_lines(text)
+            tree = build_tree(text, doc_id, self.config.tree, lines=lines)
+            t2 = time.perf_counter()
+            st["tree"] += t2 - t
+            chunks = chunk_document(tree, text, tokenizer, self.config.chunking, lines=lines, version=version)
+            st["chunking"] += time.perf_counter() - t2
+            n_sections = len(tree.nodes) if tree.has_headings and self.config.chunking.strategy == "sections" else len(chunks)
+            pending.append(
+                _Prepared(doc_id, path, text, doc_hash, version, tree.title, len(lines), n_sections, chunks,
+                          tree_to_json(tree), stat.st_mtime, stat.st_size)
+            )
+            n_pending += len(chunks)
+            if n_pending >= batch_chunks:
+                self._write(pending, report, bar)
+                pending, n_pending = [], 0
+        if pending:
+            self._write(pending, report, bar)
+        bar.close()
+        if prune:
+            report.deleted = self._prune(paths, {d for d, _, _ in found})
+        t = time.perf_counter()
+        self.registry.prune_sources()
+        st["registry"] += time.perf_counter() - t
+        report.seconds = time.perf_counter() - t0
+        logger.info("%s", report.summary())
+        return report
+
+    def _embed(self, chunks: list[Chunk], report: IngestReport) -> np.ndarray:
+        """Vectors for chunks, from the cache where possible; one encode call for the rest."""
+        st = report.stage_seconds
+        t = time.perf_counter()
+        hashes = [c.content_hash for c in chunks]
+        cached = self.registry.cached_embeddings(self.embedder.name, hashes)
+        st["registry"] += time.perf_counter() - t
+        todo: dict[str, str] = {}
+        for c, h in zip(chunks, hashes):
+            if h not in cached and h not in todo:
+                todo[h] = c.embed_text
+        if todo:
+            t = time.perf_counter()
+            vecs = self.embedder.encode(list(todo.values()))
+            st["embedding"] += time.perf_counter() - t
+            fresh = dict(zip(todo.keys(), vecs))
+            t = time.perf_counter()
+            self.registry.cache_embeddings(self.embedder.name, fresh)
+            st["registry"] += time.perf_counter() - t
+            cached.update(fresh)
+        report.embedded += len(todo)
+        report.cached += sum(1 for h in hashes if h not in todo)
+        return np.stack([cached[h] for h in hashes]).astype(np.float32) if chunks else np.zeros((0, 0), np.float32)
+
+    def _write(self, docs: list[_Prepared], report: IngestReport, bar: Any) -> None:
+        """Embed a group of prepared documents together, then write each one atomically."""
+        st = report.stage_seconds
+        all_chunks = [c for d in docs for c in d.chunks]
+        vectors = self._embed(all_chunks, report)
+        offset = 0
+        for d in docs:
+            n = len(d.chunks)
+            vecs = vectors[offset : offset + n]
+            offset += n
+            source = str(d.path.resolve())
+            t = time.perf_counter()
+            self.registry.save_source(d.doc_hash, d.text)
+            self.registry.begin_write(d.doc_id, source, d.doc_hash)
+            st["registry"] += time.perf_counter() - t
+            t = time.perf_counter()
+            try:
+                if n:
+                    self.store.add(d.chunks, vecs, source)
+            except ProxyPointerError as err:
+                # Nothing of the new version is live; the next run removes what was written.
+                report.failed.append((str(d.path), str(err)))
+                logger.error("%s", err)
+                bar.update(1)
+                continue
+            st["store"] += time.perf_counter() - t
+            t = time.perf_counter()
+            old = self.registry.commit_version(
+                d.doc_id, source_path=source, doc_hash=d.doc_hash, version=d.version, title=d.title,
+                line_count=d.line_count, n_sections=d.n_sections, chunk_ids=[c.chunk_id for c in d.chunks],
+                source_mtime=d.mtime, source_size=d.size, tree_json=d.tree_json,
+            )
+            st["registry"] += time.perf_counter() - t
+            t = time.perf_counter()
+            if old:
+                self.store.delete_ids(old)
+            st["store"] += time.perf_counter() - t
+            self.registry.finish(d.doc_id)
+            report.indexed += 1
+            report.sections += d.n_sections
+            report.chunks += n
+            bar.update(1)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def repair(self) -> list[str]:
+        """Finish or undo whatever an interrupted run left in flight.
+
+        Returns:
+            One line per document repaired.
+        """
+        done: list[str] = []
+        for rec in self.registry.documents():
+            if rec.state == "ready":
+                continue
+            live = self.registry.chunk_ids(rec.doc_id) if rec.version else set()
+            stray = [i for i in self.store.ids_where({"doc_id": rec.doc_id}) if i not in live]
+            if stray:
+                self.store.delete_ids(stray)
+            if rec.state == "deleting" or not rec.version:
+                self.registry.remove(rec.doc_id)
+                done.append(f"{rec.doc_id}: removed unfinished {'deletion' if rec.state == 'deleting' else 'first version'}")
+            else:
+                self.registry.finish(rec.doc_id)
+                done.append(f"{rec.doc_id}: kept live version {rec.version}, removed {len(stray)} stray chunks")
+        for line in done:
+            logger.warning("repaired %s", line)
+        return done
+
+    def delete(self, doc_ids: Iterable[str]) -> list[str]:
+        """Remove documents and their chunks.
+
+        Args:
+            doc_ids: Ids as shown by ``status``.
+
+        Returns:
+            The ids that were removed (unknown ids are skipped with a warning).
+
+        Raises:
+            LockError: If another process holds the write lock.
+        """
+        from filelock import Timeout
+
+        try:
+            with self._lock():
+                removed = []
+                for doc_id in doc_ids:
+                    if self.registry.get(doc_id) is None:
+                        logger.warning("%s: no such document in %s", doc_id, self.root)
+                        continue
+                    self._delete_one(doc_id)
+                    removed.append(doc_id)
+                self.registry.prune_sources()
+                return removed
+        except Timeout as err:
+            raise LockError(f"{self.root / 'write.lock'}: another process is writing to this store") from err
+
+    def _delete_one(self, doc_id: str) -> None:
+        self.registry.begin_delete(doc_id)
+        self.store.delete_ids(self.store.ids_where({"doc_id": doc_id}))
+        self.registry.remove(doc_id)
+
+    def _prune(self, paths: Sequence[str | Path], present: set[str]) -> int:
+        roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
+        n = 0
+        for rec in self.registry.documents():
+            src = Path(rec.source_path)
+            if rec.doc_id in present or src.exists():
+                continue
+            if any(src.is_relative_to(r) for r in roots):
+                self._delete_one(rec.doc_id)
+                n += 1
+        return n
+
+    def status(self) -> dict[str, Any]:
+        """Counts, model, store, and sources that changed on disk since they were indexed."""
+        stats = self.registry.stats()
+        stale: list[dict[str, str]] = []
+        for rec in self.registry.documents():
+            src = Path(rec.source_path)
+            if not src.exists():
+                stale.append({"doc_id": rec.doc_id, "source": rec.source_path, "reason": "missing"})
+                continue
+            st = src.stat()
+            if st.st_size != rec.source_size or st.st_mtime != rec.source_mtime:
+                try:
+                    changed = document_hash(read_document(src)) != rec.doc_hash
+                except DocumentError:
+                    changed = True
+                if changed:
+                    stale.append({"doc_id": rec.doc_id, "source": rec.source_path, "reason": "changed"})
+        where = (f"http://{self.config.store.host}:{self.config.store.port}" if self.config.store.mode == "http"
+                 else str(self.root.resolve()))
+        return {
+            **stats,
+            "model": self.registry.get_meta("model") or self.embedder.name,
+            "store": where,
+            "collection": self.config.store.collection,
+            "stale_sources": stale,
+        }
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Verify registry, stored sources and Chroma against each other.
+
+        Args:
+            repair: Also fix what can be fixed (stray chunks, unfinished writes); documents
+                with missing chunks or sources must be re-ingested.
+
+        Returns:
+            A report listing every difference.
+        """
+        rep = CheckReport()
+        docs = self.registry.documents()
+        rep.documents = len(docs)
+        live = self.registry.chunk_ids()
+        rep.chunks = len(live)
+        for rec in docs:
+            if rec.state != "ready":
+                rep.problems.append(f"{rec.doc_id}: unfinished {rec.state} (interrupted run)")
+            if rec.version and not self.registry.source_file(rec.doc_hash).exists():
+                rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} is missing; re-ingest it")
+        in_chroma = set(self.store.all_ids())
+        missing = live - in_chroma
+        stray = in_chroma - live
+        if missing:
+            rep.problems.append(f"{len(missing)} registered chunks are missing from Chroma (e.g. {sorted(missing)[0]})")
+        if stray:
+            rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {sorted(stray)[0]})")
+        if repair:
+            rep.repaired.extend(self.repair())
+            if stray:
+                self.store.delete_ids(sorted(stray - self.registry.chunk_ids()))
+                rep.repaired.append(f"deleted {len(stray)} stray chunks")
+        return rep

@@ -1,0 +1,349 @@
+"""The registry: which version of each document is indexed, plus stored sources and the
+embedding cache. One SQLite file (WAL) and a content-addressed folder beside the store.
+
+The registry is the source of truth for *which* chunks are live: a Chroma hit counts only
+if its ``doc_hash`` equals the registry's for its document. Writing a new version therefore
+never mixes versions: new chunks (new ids) are added first, the registry flips in one
+transaction, then the old chunks are deleted. A crash at any point leaves the document at
+its old or its new version; ``state`` records what the next run must repair.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import StaleSourceError, StoreError
+
+__all__ = ["DocumentRecord", "Registry"]
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source_path TEXT NOT NULL,
+    doc_hash TEXT NOT NULL,          -- content hash of the live version ('' while none)
+    version TEXT NOT NULL,           -- live index version: chunks carry it ('' while none)
+    pending_hash TEXT NOT NULL,      -- content hash being written ('' when none)
+    state TEXT NOT NULL,             -- ready | writing | cleanup | deleting
+    title TEXT NOT NULL,
+    line_count INTEGER NOT NULL,
+    n_sections INTEGER NOT NULL,
+    n_chunks INTEGER NOT NULL,
+    source_mtime REAL NOT NULL,
+    source_size INTEGER NOT NULL,
+    indexed_at REAL NOT NULL,
+    tree_json TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, content_hash)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """One document as the registry knows it.
+
+    Attributes:
+        doc_id: Document id.
+        source_path: Absolute path of the file it was read from.
+        doc_hash: SHA-256 of the normalised text that is live ('' if none yet).
+        version: Index version of the live chunks (content + pipeline settings).
+        pending_hash: Version being written when a run stopped ('' when none).
+        state: ``ready``, ``writing`` (new chunks may be partly written), ``cleanup`` (old
+            chunks may remain) or ``deleting``.
+        title: Display title.
+        line_count: Lines of the stored text.
+        n_sections: Nodes in its tree (windows for a document without headings).
+        n_chunks: Live chunks.
+        source_mtime: mtime of the file when indexed (seconds since the epoch).
+        source_size: Size of the file when indexed, bytes.
+        indexed_at: When the live version was committed (seconds since the epoch).
+    """
+
+    doc_id: str
+    source_path: str
+    doc_hash: str
+    version: str
+    pending_hash: str
+    state: str
+    title: str
+    line_count: int
+    n_sections: int
+    n_chunks: int
+    source_mtime: float
+    source_size: int
+    indexed_at: float
+
+
+class Registry:
+    """SQLite registry, stored sources and embedding cache under one folder.
+
+    Args:
+        root: Store folder; ``registry.sqlite3`` and ``sources/`` live here.
+
+    Raises:
+        StoreError: If the folder cannot be created or the database cannot be opened.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        try:
+            (self.root / "sources").mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.root / "registry.sqlite3", timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"{self.root}: cannot open the registry ({err}); check permissions") from err
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: everything inside commits together or not at all."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting (e.g. ``model``), or None."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting."""
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- documents ----------------------------------------------------------------------
+    def get(self, doc_id: str) -> DocumentRecord | None:
+        """The record of one document, or None."""
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        return DocumentRecord(*row) if row else None
+
+    def documents(self) -> list[DocumentRecord]:
+        """All records, ordered by doc_id."""
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY doc_id").fetchall()
+        return [DocumentRecord(*r) for r in rows]
+
+    def live_versions(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """``doc_id -> (version, doc_hash)`` for the given ids that have a live version."""
+        ids = list(set(doc_ids))
+        out: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for doc_id, v, h in self._db.execute(
+                f"SELECT doc_id, version, doc_hash FROM documents WHERE version != '' AND doc_id IN ({marks})", part
+            ):
+                out[doc_id] = (v, h)
+        return out
+
+    def begin_write(self, doc_id: str, source_path: str, new_hash: str) -> None:
+        """Mark a document as being written at ``new_hash`` (before any Chroma write)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT doc_id FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+            if row:
+                db.execute(
+                    "UPDATE documents SET pending_hash = ?, state = 'writing' WHERE doc_id = ?", (new_hash, doc_id)
+                )
+            else:
+                db.execute(
+                    "INSERT INTO documents (doc_id, source_path, doc_hash, version, pending_hash, state, title,"
+                    " line_count, n_sections, n_chunks, source_mtime, source_size, indexed_at)"
+                    " VALUES (?, ?, '', '', ?, 'writing', '', 0, 0, 0, 0, 0, 0)",
+                    (doc_id, source_path, new_hash),
+                )
+
+    def commit_version(
+        self,
+        doc_id: str,
+        *,
+        source_path: str,
+        doc_hash: str,
+        version: str,
+        title: str,
+        line_count: int,
+        n_sections: int,
+        chunk_ids: list[str],
+        source_mtime: float,
+        source_size: int,
+        tree_json: str = "",
+    ) -> list[str]:
+        """Make ``doc_hash`` the live version in one transaction.
+
+        Returns:
+            Chunk ids of the previous version, which the caller deletes from Chroma before
+            calling :meth:`finish` (state stays ``cleanup`` until then).
+        """
+        with self.transaction() as db:
+            old = [r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
+            db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            db.executemany(
+                "INSERT INTO chunks (chunk_id, doc_id) VALUES (?, ?)",
+                [(cid, doc_id) for cid in chunk_ids],
+            )
+            db.execute(
+                "UPDATE documents SET source_path = ?, doc_hash = ?, version = ?, pending_hash = '',"
+                " state = 'cleanup',"
+                " title = ?, line_count = ?, n_sections = ?, n_chunks = ?, source_mtime = ?, source_size = ?,"
+                " indexed_at = ?, tree_json = ? WHERE doc_id = ?",
+                (source_path, doc_hash, version, title, line_count, n_sections, len(chunk_ids), source_mtime,
+                 source_size, time.time(), tree_json, doc_id),
+            )
+        new = set(chunk_ids)
+        return [c for c in old if c not in new]
+
+    def touch(self, doc_id: str, source_path: str, source_mtime: float, source_size: int) -> None:
+        """Record a new path/mtime for an unchanged document (no re-index needed)."""
+        self._db.execute(
+            "UPDATE documents SET source_path = ?, source_mtime = ?, source_size = ? WHERE doc_id = ?",
+            (source_path, source_mtime, source_size, doc_id),
+        )
+
+    def finish(self, doc_id: str) -> None:
+        """Mark a document ``ready`` (its old chunks are gone)."""
+        self._db.execute("UPDATE documents SET state = 'ready', pending_hash = '' WHERE doc_id = ?", (doc_id,))
+
+    def begin_delete(self, doc_id: str) -> None:
+        """Mark a document as being deleted; retrieval stops returning it at once."""
+        self._db.execute("UPDATE documents SET state = 'deleting', version = '' WHERE doc_id = ?", (doc_id,))
+
+    def remove(self, doc_id: str) -> None:
+        """Forget a document (after its chunks were deleted from Chroma)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+
+    def chunk_ids(self, doc_id: str | None = None) -> set[str]:
+        """Live chunk ids of one document, or of all documents."""
+        if doc_id is None:
+            return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks")}
+        return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))}
+
+    def tree_json(self, doc_id: str) -> str:
+        """The stored skeleton tree (JSON) of the live version, '' if none."""
+        row = self._db.execute("SELECT tree_json FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        return row[0] if row else ""
+
+    # -- stored sources -----------------------------------------------------------------
+    def source_file(self, doc_hash: str) -> Path:
+        """Path of the stored copy of a version (content-addressed by its hash)."""
+        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.md"
+
+    def save_source(self, doc_hash: str, text: str) -> None:
+        """Store normalised text under its hash, atomically (temp file + rename)."""
+        target = self.source_file(doc_hash)
+        if target.exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load_source(self, doc_hash: str) -> str:
+        """The stored text of a version.
+
+        Raises:
+            StaleSourceError: If the stored copy is missing (run ``proxypointer check``).
+        """
+        path = self.source_file(doc_hash)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError as err:
+            raise StaleSourceError(f"{path}: stored source is missing; run `proxypointer check` and re-ingest") from err
+
+    def prune_sources(self) -> int:
+        """Delete stored copies no document points to; returns how many were removed."""
+        keep = {r[0] for r in self._db.execute("SELECT doc_hash FROM documents WHERE version != ''")}
+        keep |= {r[0] for r in self._db.execute("SELECT pending_hash FROM documents WHERE pending_hash != ''")}
+        removed = 0
+        for f in (self.root / "sources").glob("*/*.md"):
+            if f.stem not in keep:
+                f.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    # -- embedding cache ----------------------------------------------------------------
+    def cached_embeddings(self, model: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
+        """Cached vectors by content hash (float32 ``(dim,)`` each) for one model."""
+        out: dict[str, np.ndarray] = {}
+        uniq = list(set(content_hashes))
+        for i in range(0, len(uniq), 500):
+            part = uniq[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self._db.execute(
+                f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
+                [model, *part],
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def cache_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
+        """Store vectors by content hash for one model."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)",
+                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+            )
+
+    def stats(self) -> dict[str, int]:
+        """Counts: documents, sections, chunks, cached embeddings, documents not ready."""
+        docs, sections, chunks = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n_sections), 0), COALESCE(SUM(n_chunks), 0) FROM documents"
+            " WHERE version != ''"
+        ).fetchone()
+        pending = self._db.execute("SELECT COUNT(*) FROM documents WHERE state != 'ready'").fetchone()[0]
+        cached = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        return {"documents": docs, "sections": sections, "chunks": chunks, "cached_embeddings": cached,
+                "not_ready": pending}
+
+
+_COLUMNS = (
+    "doc_id, source_path, doc_hash, version, pending_hash, state, title, line_count, n_sections, n_chunks,"
+    " source_mtime, source_size, indexed_at"
+)
+
+
+def tree_to_json(tree) -> str:  # noqa: ANN001 - DocumentTree, kept loose to avoid a cycle
+    """Compact JSON of a tree's nodes (for the registry)."""
+    return json.dumps(
+        [[n.node_id, n.title, n.level, n.start_line, n.end_line, n.body_start_line, n.body_end_line, n.parent_id,
+          n.kind, n.md_level] for n in tree.nodes],
+        ensure_ascii=False,
+    )

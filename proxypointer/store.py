@@ -1,0 +1,242 @@
+"""Chroma adapter: pointer metadata, batched writes, cosine queries, embedded or server.
+
+Collections are created with ``embedding_function=None`` (Chroma's default would download a
+model) and ``hnsw:space = cosine``; every add and delete is cut into batches of at most
+``client.get_max_batch_size()`` records (shared case 21); metadata holds scalars only
+(case 19).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .chunking import Chunk
+from .config import StoreConfig
+from .errors import ConfigError, MissingDependencyError, StoreError
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["ChromaStore", "Hit", "chunk_metadata"]
+
+logger = logging.getLogger(__name__)
+
+
+def chunk_metadata(chunk: Chunk, source_path: str) -> dict[str, str | int | float | bool]:
+    """Scalar metadata for one chunk: the pointer and its provenance.
+
+    Every value is a ``str``, ``int`` or ``bool`` (never ``None``, a list or a numpy scalar):
+    the breadcrumb is stored twice, joined for display and as JSON for a lossless round trip.
+    """
+    return {
+        "doc_id": chunk.doc_id,
+        "doc_hash": chunk.doc_hash,
+        "version": chunk.version,
+        "node_id": chunk.node_id,
+        "chunk_index": int(chunk.chunk_index),
+        "kind": chunk.kind,
+        "title": chunk.title,
+        "level": int(chunk.level),
+        "parent_id": chunk.parent_id,
+        "breadcrumb": " > ".join(chunk.breadcrumb),
+        "breadcrumb_json": json.dumps(list(chunk.breadcrumb), ensure_ascii=False),
+        "start_line": int(chunk.start_line),
+        "end_line": int(chunk.end_line),
+        "body_end_line": int(chunk.body_end_line),
+        "chunk_start_line": int(chunk.chunk_start_line),
+        "chunk_end_line": int(chunk.chunk_end_line),
+        "source": source_path,
+        "content_hash": chunk.content_hash,
+        "n_tokens": int(chunk.n_tokens),
+        "empty_body": bool(chunk.empty_body),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One chunk returned by a vector query.
+
+    Attributes:
+        chunk_id: Chroma id.
+        text: Chunk text as stored.
+        metadata: Its pointer metadata (see :func:`chunk_metadata`).
+        score: Cosine similarity, ``1 - distance``; higher is better.
+    """
+
+    chunk_id: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
+
+
+class ChromaStore:
+    """One Chroma collection, embedded (``PersistentClient``) or on a server (``HttpClient``).
+
+    Args:
+        config: Store settings.
+        root: Folder of the embedded store (``<root>/chroma``); ignored in ``http`` mode.
+
+    Raises:
+        StoreError: If Chroma cannot be opened or reached.
+        MissingDependencyError: If chromadb is not installed.
+    """
+
+    def __init__(self, config: StoreConfig, root: str | Path) -> None:
+        self.config = config
+        self.root = Path(root)
+        self._client: ClientAPI | None = None
+        self._collection: Collection | None = None
+
+    @property
+    def client(self) -> ClientAPI:
+        """The Chroma client (created on first use)."""
+        if self._client is None:
+            try:
+                import chromadb
+                from chromadb.config import Settings
+            except ImportError as err:
+                raise MissingDependencyError("the store needs chromadb; pip install chromadb") from err
+            settings = Settings(anonymized_telemetry=False)
+            cfg = self.config
+            try:
+                if cfg.mode == "http":
+                    headers = dict(cfg.headers)
+                    if cfg.token_env:
+                        token = os.environ.get(cfg.token_env)
+                        if not token:
+                            raise ConfigError(f"store.token_env: environment variable {cfg.token_env} is not set")
+                        headers["Authorization"] = f"Bearer {token}"
+                    self._client = chromadb.HttpClient(
+                        host=cfg.host, port=cfg.port, ssl=cfg.ssl, headers=headers or None, settings=settings
+                    )
+                    self._client.heartbeat()
+                else:
+                    path = self.root / "chroma"
+                    path.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+            except ConfigError:
+                raise
+            except Exception as err:  # chromadb raises many unrelated types on connect/open
+                where = f"{cfg.host}:{cfg.port}" if cfg.mode == "http" else str(self.root / "chroma")
+                raise StoreError(f"{where}: cannot open Chroma ({type(err).__name__}: {err})") from err
+        return self._client
+
+    @property
+    def collection(self) -> Collection:
+        """The collection, created with cosine space and no embedding function."""
+        if self._collection is None:
+            self._collection = self.client.get_or_create_collection(
+                name=self.config.collection,
+                embedding_function=None,
+                metadata={"hnsw:space": "cosine"},
+            )
+        return self._collection
+
+    @property
+    def max_batch(self) -> int:
+        """Records per write call: ``client.get_max_batch_size()`` (5,461 here, STACK.md)."""
+        return int(self.client.get_max_batch_size())
+
+    def count(self) -> int:
+        """Records in the collection."""
+        return int(self.collection.count())
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, source_path: str) -> None:
+        """Write chunks with their vectors, in batches.
+
+        Args:
+            chunks: Chunks of one document version (ids are new for a new version).
+            vectors: float32 ``(len(chunks), dim)``, L2-normalised.
+            source_path: Recorded in metadata for citations.
+
+        Raises:
+            StoreError: If Chroma refuses a batch; the message names the document.
+        """
+        step = self.max_batch
+        for i in range(0, len(chunks), step):
+            part = chunks[i : i + step]
+            try:
+                self.collection.upsert(
+                    ids=[c.chunk_id for c in part],
+                    embeddings=vectors[i : i + step],
+                    documents=[c.text for c in part],
+                    metadatas=[chunk_metadata(c, source_path) for c in part],
+                )
+            except Exception as err:  # chromadb raises ValueError, InternalError, HTTP errors
+                raise StoreError(f"{source_path}: Chroma refused a write ({type(err).__name__}: {err})") from err
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        """Delete records by id, in batches; unknown ids are ignored."""
+        step = self.max_batch
+        ids = list(ids)
+        for i in range(0, len(ids), step):
+            try:
+                self.collection.delete(ids=ids[i : i + step])
+            except Exception as err:  # see add
+                raise StoreError(f"{self.config.collection}: Chroma refused a delete ({err})") from err
+
+    def ids_where(self, where: dict[str, Any]) -> list[str]:
+        """Ids of every record matching a metadata filter (paged)."""
+        out: list[str] = []
+        step = self.max_batch
+        offset = 0
+        while True:
+            got = self.collection.get(where=where, include=[], limit=step, offset=offset)
+            out.extend(got["ids"])
+            if len(got["ids"]) < step:
+                return out
+            offset += step
+
+    def all_ids(self) -> list[str]:
+        """Every id in the collection (paged)."""
+        out: list[str] = []
+        step = self.max_batch
+        offset = 0
+        while True:
+            got = self.collection.get(include=[], limit=step, offset=offset)
+            out.extend(got["ids"])
+            if len(got["ids"]) < step:
+                return out
+            offset += step
+
+    def query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        """Nearest chunks to one query vector, best first.
+
+        Args:
+            vector: float32 ``(dim,)``, L2-normalised.
+            n: Chunks wanted; capped at the collection size (Chroma raises otherwise).
+            where: Chroma metadata filter, e.g. ``{"doc_id": "handbook"}``.
+
+        Returns:
+            Up to ``n`` hits with cosine similarity scores.
+        """
+        total = self.count()
+        if total == 0:
+            return []
+        res = self.collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)],
+            n_results=min(n, total),
+            where=where or None,
+            include=["documents", "metadatas", "distances"],
+        )
+        ids = res["ids"][0]
+        docs = res["documents"][0] if res.get("documents") else [""] * len(ids)
+        metas = res["metadatas"][0] if res.get("metadatas") else [{}] * len(ids)
+        dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
+        return [Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists)]
+
+    def get(self, ids: Sequence[str]) -> list[Hit]:
+        """Records by id (score 0), in the order Chroma returns them."""
+        if not ids:
+            return []
+        res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
+        return [Hit(i, d or "", dict(m or {}), 0.0) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]

@@ -1,0 +1,401 @@
+"""Skeleton tree: markdown text -> heading nodes with 1-based inclusive line ranges. No LLM.
+
+Headings follow CommonMark (markdown-it-py is the parser): ATX and setext, nothing inside
+fenced or indented code, lists, block quotes or table cells. YAML front matter is not a
+section. Text before the first heading becomes a level-0 *preamble* node.
+
+Line numbering is defined once, here, by :func:`normalise_text` and :func:`split_lines`:
+only ``\\n``, ``\\r\\n`` and ``\\r`` end a line (never ``\\f``, U+2028 or NEL), and the same
+splitting serves the parser and the slicer (:func:`slice_lines`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import TreeConfig
+from .errors import DocumentError, StaleSourceError
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+__all__ = [
+    "PREAMBLE_ID",
+    "DocumentTree",
+    "Heading",
+    "Node",
+    "build_tree",
+    "find_headings",
+    "normalise_text",
+    "read_document",
+    "slice_lines",
+    "split_lines",
+]
+
+logger = logging.getLogger(__name__)
+
+#: node_id of the preamble node; heading ids are 12 hex digits, so it never collides.
+PREAMBLE_ID = "preamble"
+
+_LINE_END = re.compile(r"\r\n|\r")
+
+
+def normalise_text(raw: str) -> str:
+    """Drop a leading BOM and turn ``\\r\\n`` and lone ``\\r`` into ``\\n``.
+
+    Args:
+        raw: Text as decoded from the file.
+
+    Returns:
+        Text whose only line terminator is ``\\n``; every other character is kept.
+    """
+    if raw.startswith("\ufeff"):
+        raw = raw[1:]
+    if "\r" in raw:
+        raw = _LINE_END.sub("\n", raw)
+    return raw
+
+
+def split_lines(text: str) -> list[str]:
+    """Split normalised text into lines; ``lines[i]`` is line ``i + 1``.
+
+    A final ``\\n`` ends the last line and does not start a new one; empty text has no lines.
+    Unlike ``str.splitlines`` this never splits on ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``,
+    ``\\x85``, U+2028 or U+2029.
+    """
+    if not text:
+        return []
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+def slice_lines(lines: list[str], start_line: int, end_line: int) -> str:
+    """Cut lines ``start_line..end_line`` (1-based, inclusive) and join them with ``\\n``.
+
+    Args:
+        lines: Output of :func:`split_lines` on the stored text.
+        start_line: First line, 1-based, inclusive.
+        end_line: Last line, 1-based, inclusive; must be >= start_line.
+
+    Returns:
+        The lines joined with ``\\n``, without a trailing newline.
+
+    Raises:
+        StaleSourceError: If the range is empty, starts before line 1 or ends past the text.
+    """
+    if start_line < 1 or end_line < start_line or end_line > len(lines):
+        raise StaleSourceError(
+            f"lines {start_line}-{end_line} are outside the stored text of {len(lines)} lines; "
+            "re-ingest the document"
+        )
+    return "\n".join(lines[start_line - 1 : end_line])
+
+
+def read_document(path: str | Path) -> str:
+    """Read a markdown file as normalised text.
+
+    Args:
+        path: File path.
+
+    Returns:
+        The text, BOM removed and line ends normalised (see :func:`normalise_text`).
+
+    Raises:
+        DocumentError: If the file is missing or unreadable, looks binary (holds NUL bytes),
+            or is not valid UTF-8; the message names the file and, for bad UTF-8, the line.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError as err:
+        raise DocumentError(f"{p}: no such file; check the path") from err
+    except IsADirectoryError as err:
+        raise DocumentError(f"{p}: is a directory, expected a markdown file") from err
+    except OSError as err:
+        raise DocumentError(f"{p}: cannot read ({err.strerror})") from err
+    if b"\x00" in data[:8192] or b"\x00" in data:
+        raise DocumentError(f"{p}: looks like a binary file (NUL bytes); expected UTF-8 markdown")
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise DocumentError(
+            f"{p}:{line}: invalid UTF-8 at byte {err.start}; convert the file to UTF-8"
+        ) from err
+    return normalise_text(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """One heading found in a document, before the tree is built.
+
+    Attributes:
+        line: Line of the heading text, 1-based (setext: the text line, not the underline).
+        last_line: Last line of the heading markup (setext: the underline), 1-based.
+        level: Level used for nesting, 1..6 (after any re-levelling).
+        title: Heading text without markers; inline markup kept as written.
+        md_level: Level as written in the markdown (0 for headings found by a converter mode).
+        source: ``atx``, ``setext`` or the converter mode that found it (``bold``,
+            ``numbered``, ``html``).
+    """
+
+    line: int
+    last_line: int
+    level: int
+    title: str
+    md_level: int
+    source: str = "atx"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A section of a document: a heading and everything under it, or the preamble.
+
+    Attributes:
+        node_id: Stable id: 12 hex digits of a hash of the parent's id, the title and the
+            ordinal among earlier siblings with the same title (not the position), so
+            inserting a heading elsewhere does not renumber the rest. ``"preamble"`` for the
+            preamble.
+        title: Heading text; for the preamble, the document's display title.
+        level: 1..6 for headings, 0 for the preamble.
+        start_line: Heading line (setext: the text line), 1-based inclusive.
+        end_line: Last line of the whole subtree: the line before the next heading of the
+            same or a smaller level, else the last line of the document.
+        body_start_line: First line of the node's own text (after the heading markup); may
+            be ``body_end_line + 1`` when the own text is empty.
+        body_end_line: Last line of the node's own text: the line before the next heading
+            of any level, else the last line.
+        parent_id: node_id of the nearest preceding heading with a smaller level; ``""`` for
+            roots and the preamble.
+        kind: ``heading`` or ``preamble``.
+        md_level: Level as written in the markdown (differs from ``level`` after
+            re-levelling; 0 for the preamble and converter-mode headings).
+    """
+
+    node_id: str
+    title: str
+    level: int
+    start_line: int
+    end_line: int
+    body_start_line: int
+    body_end_line: int
+    parent_id: str
+    kind: str = "heading"
+    md_level: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentTree:
+    """The skeleton tree of one document.
+
+    Attributes:
+        doc_id: Document id (path relative to the corpus root, no suffix, ``/`` separators).
+        title: Display title: the first heading when it is the only heading of the
+            shallowest level, else the file stem.
+        line_count: Number of lines of the normalised text.
+        front_matter_end: Last line of YAML front matter, 0 when there is none.
+        nodes: Nodes in document order (preamble first when present).
+    """
+
+    doc_id: str
+    title: str
+    line_count: int
+    front_matter_end: int
+    nodes: tuple[Node, ...]
+    _by_id: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
+    _children: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_id = {n.node_id: n for n in self.nodes}
+        children: dict[str, list[str]] = {}
+        for n in self.nodes:
+            if n.parent_id:
+                children.setdefault(n.parent_id, []).append(n.node_id)
+        self._by_id.update(by_id)
+        self._children.update({k: tuple(v) for k, v in children.items()})
+
+    @property
+    def has_headings(self) -> bool:
+        """True when at least one heading node exists (else the window fallback applies)."""
+        return any(n.kind == "heading" for n in self.nodes)
+
+    def node(self, node_id: str) -> Node:
+        """Return the node with this id; raises KeyError if there is none."""
+        return self._by_id[node_id]
+
+    def children(self, node_id: str) -> tuple[Node, ...]:
+        """Direct children of a node, in document order."""
+        return tuple(self._by_id[c] for c in self._children.get(node_id, ()))
+
+    def ancestors(self, node_id: str) -> tuple[Node, ...]:
+        """Ancestors from the root down to the parent (empty for a root)."""
+        out: list[Node] = []
+        pid = self._by_id[node_id].parent_id
+        while pid:
+            parent = self._by_id[pid]
+            out.append(parent)
+            pid = parent.parent_id
+        return tuple(reversed(out))
+
+    def title_path(self, node_id: str) -> tuple[str, ...]:
+        """Titles from the root down to this node."""
+        return tuple(a.title for a in self.ancestors(node_id)) + (self._by_id[node_id].title,)
+
+    def walk(self) -> Iterator[Node]:
+        """Nodes in document order."""
+        return iter(self.nodes)
+
+
+def _markdown_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
+    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    # Only block structure is needed: titles are taken from the raw inline content.
+    md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
+    return md
+
+
+_PARSER: list[MarkdownIt] = []
+
+
+def _parser() -> MarkdownIt:
+    if not _PARSER:
+        _PARSER.append(_markdown_parser())
+    return _PARSER[0]
+
+
+def _clean_title(content: str) -> str:
+    # Setext headings may span several lines: CommonMark joins them into one title.
+    return " ".join(part.strip() for part in content.split("\n")).strip()
+
+
+def find_headings(text: str, config: TreeConfig | None = None) -> tuple[list[Heading], int]:
+    """Find the section headings of normalised markdown text.
+
+    Args:
+        text: Output of :func:`normalise_text`.
+        config: Converter-output modes; defaults are CommonMark only.
+
+    Returns:
+        ``(headings, front_matter_end)``: headings in line order, and the last line of YAML
+        front matter (0 when absent).
+
+    Note:
+        A heading with an empty title (a bare ``#``) is not a section: it would add a
+        nameless breadcrumb segment and re-parent what follows (shared case 04).
+    """
+    config = config or TreeConfig()
+    tokens = _parser().parse(text)
+    headings: list[Heading] = []
+    front_matter_end = 0
+    for i, tok in enumerate(tokens):
+        if tok.type == "front_matter" and tok.map:
+            front_matter_end = tok.map[1]
+        elif tok.type == "heading_open" and tok.level == 0 and tok.map:
+            title = _clean_title(tokens[i + 1].content)
+            if not title:
+                continue
+            level = int(tok.tag[1])
+            setext = tok.markup in ("=", "-")
+            headings.append(
+                Heading(
+                    line=tok.map[0] + 1,
+                    last_line=tok.map[1],
+                    level=level,
+                    title=title,
+                    md_level=level,
+                    source="setext" if setext else "atx",
+                )
+            )
+    if config.bold_headings or config.numbered_headings or config.html_headings or config.relevel_numbered:
+        from ._converter import apply_converter_modes
+
+        headings = apply_converter_modes(text, tokens, headings, config)
+    return headings, front_matter_end
+
+
+def _node_id(parent_id: str, title: str, ordinal: int) -> str:
+    key = f"{parent_id}\x1f{title}\x1f{ordinal}".encode()
+    return hashlib.sha1(key).hexdigest()[:12]
+
+
+def _is_blank(lines: list[str], start: int, end: int) -> bool:
+    return all(not lines[i - 1].strip() for i in range(start, end + 1))
+
+
+def build_tree(
+    text: str,
+    doc_id: str,
+    config: TreeConfig | None = None,
+    *,
+    lines: list[str] | None = None,
+) -> DocumentTree:
+    """Build the skeleton tree of one document.
+
+    Args:
+        text: Normalised markdown (see :func:`normalise_text`).
+        doc_id: Document id; its last ``/`` segment is the stem used as fallback title.
+        config: Tree options (converter-output modes).
+        lines: ``split_lines(text)`` when the caller already has it.
+
+    Returns:
+        The tree. A document without headings has no heading nodes (and no preamble): the
+        chunker then covers it with sliding windows.
+
+    Example:
+        >>> t = build_tree("# A\\n\\ntext\\n## B\\nmore\\n", "doc")
+        >>> [(n.title, n.start_line, n.end_line, n.body_end_line) for n in t.nodes]
+        [('A', 1, 5, 3), ('B', 4, 5, 5)]
+    """
+    lines = split_lines(text) if lines is None else lines
+    n_lines = len(lines)
+    headings, fm_end = find_headings(text, config)
+    stem = doc_id.rsplit("/", 1)[-1] or doc_id
+
+    nodes: list[Node] = []
+    if headings:
+        first = headings[0].line
+        if first - 1 > fm_end and not _is_blank(lines, fm_end + 1, first - 1):
+            nodes.append(
+                Node(PREAMBLE_ID, stem, 0, fm_end + 1, first - 1, fm_end + 1, first - 1, "", "preamble", 0)
+            )
+    stack: list[tuple[int, str]] = []  # (level, node_id) of open ancestors
+    seen: dict[tuple[str, str], int] = {}
+    for idx, h in enumerate(headings):
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        parent_id = stack[-1][1] if stack else ""
+        ordinal = seen.get((parent_id, h.title), 0)
+        seen[(parent_id, h.title)] = ordinal + 1
+        node_id = _node_id(parent_id, h.title, ordinal)
+        end = n_lines
+        for later in headings[idx + 1 :]:
+            if later.level <= h.level:
+                end = later.line - 1
+                break
+        body_end = headings[idx + 1].line - 1 if idx + 1 < len(headings) else n_lines
+        nodes.append(
+            Node(node_id, h.title, h.level, h.line, end, h.last_line + 1, body_end, parent_id, "heading", h.md_level)
+        )
+        stack.append((h.level, node_id))
+
+    heading_nodes = [n for n in nodes if n.kind == "heading"]
+    title = stem
+    if heading_nodes:
+        top = min(n.level for n in heading_nodes)
+        tops = [n for n in heading_nodes if n.level == top]
+        if len(tops) == 1 and tops[0] is heading_nodes[0]:
+            title = tops[0].title
+    if nodes and nodes[0].kind == "preamble":
+        nodes[0] = Node(PREAMBLE_ID, title, 0, nodes[0].start_line, nodes[0].end_line,
+                        nodes[0].body_start_line, nodes[0].body_end_line, "", "preamble", 0)
+    return DocumentTree(doc_id=doc_id, title=title, line_count=n_lines, front_matter_end=fm_end, nodes=tuple(nodes))
