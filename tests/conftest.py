@@ -1,0 +1,58 @@
+"""Shared fixtures: where shared data lives, a fake embedder, a fresh index."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: ``../shared`` beside the project root; override with PROXYPOINTER_SHARED.
+SHARED = Path(os.environ.get("PROXYPOINTER_SHARED", ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared folder (bench data and bug cases); skips the test when absent."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not found at {SHARED} (set PROXYPOINTER_SHARED)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def cases_dir(shared_dir: Path) -> Path:
+    """``shared/cases``: one folder per bug case with ``expected.md``."""
+    d = shared_dir / "cases"
+    if not d.is_dir():
+        pytest.skip(f"{d} not found")
+    return d
+
+
+@pytest.fixture
+def fake_embedder():
+    """A deterministic hashing embedder (real MiniLM tokenizer, no torch)."""
+    from fakes import HashingEmbedder
+
+    return HashingEmbedder()
+
+
+@pytest.fixture
+def make_index(tmp_path, fake_embedder):
+    """Factory: ``make_index(config=None, store=None)`` -> an Index on a temp store."""
+    from proxypointer.config import ProxyPointerConfig
+    from proxypointer.pipeline import Index
+
+    made = []
+
+    def _make(config: ProxyPointerConfig | None = None, store: Path | None = None, embedder=None):
+        idx = Index(store or tmp_path / "store", config or ProxyPointerConfig(), embedder or fake_embedder)
+        made.append(idx)
+        return idx
+
+    yield _make
+    for idx in made:
+        idx.close()
