@@ -258,7 +258,12 @@ def _breadcrumb(tree: DocumentTree, node: Node, mode: str) -> tuple[str, ...]:
 
 
 def _table_header(lines: list[str], first_idx: int, piece_first_line_idx: int) -> str:
-    """Header + delimiter rows of the pipe table that a piece starts inside, else ""."""
+    """Header rows of the pipe table that a piece starts inside (below its header), else "".
+
+    A piece that starts after a table's header row gets the header (and the delimiter row,
+    when the piece starts below it) repeated in its embedded text, so column names are not
+    lost when a table must be split (shared case 15).
+    """
     i = piece_first_line_idx
     if not lines[i].lstrip().startswith("|"):
         return ""
@@ -266,11 +271,14 @@ def _table_header(lines: list[str], first_idx: int, piece_first_line_idx: int) -
         i -= 1
     if i == piece_first_line_idx or i + 1 >= len(lines):
         return ""
-    if not re.match(r"^\s*\|?\s*:?-{1,}", lines[i + 1]):
+    if not _DELIMITER_ROW.match(lines[i + 1]):
         return ""
-    if piece_first_line_idx <= i + 1:
-        return ""
+    if piece_first_line_idx == i + 1:
+        return lines[i]
     return lines[i] + "\n" + lines[i + 1]
+
+
+_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def chunk_document(

@@ -1,0 +1,98 @@
+"""The console script end to end, real model and real Chroma, in subprocesses."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+EXE = str(Path(sys.executable).parent / "proxypointer")
+
+
+def run(*args, cwd, check=True):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    p = subprocess.run([EXE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The shipped data/ corpus ingested once with the default model into ./.proxypointer."""
+    cwd = tmp_path_factory.mktemp("cli")
+    p = run("ingest", str(ROOT / "data"), cwd=cwd)
+    assert "3 documents (3 indexed" in p.stdout
+    return cwd
+
+
+def test_ingest_is_idempotent_and_summarises(store):
+    p = run("ingest", str(ROOT / "data"), "--json", cwd=store)
+    rep = json.loads(p.stdout)
+    assert (rep["documents"], rep["indexed"], rep["unchanged"], rep["embedded"]) == (3, 0, 3, 0)
+
+
+def test_query_json_fields_and_citation(store):
+    p = run("query", "How many weeks of full basic pay do birth and adoptive parents receive?", "-k", "3", "--json",
+            cwd=store)
+    sections = json.loads(p.stdout)
+    assert len(sections) == 3
+    for key in ("doc_id", "node_id", "title", "breadcrumb", "start_line", "end_line", "text", "score",
+                "chunk_text", "citation"):
+        assert key in sections[0]
+    hit = [s for s in sections if "18 weeks at full basic pay" in s["text"]]
+    assert hit, [s["citation"] for s in sections]
+    s = hit[0]
+    assert s["citation"] == f"employee-handbook.md#L{s['start_line']}-L{s['end_line']}"
+    lines = (ROOT / "data" / "employee-handbook.md").read_text().split("\n")
+    assert s["text"] == "\n".join(lines[s["start_line"] - 1 : s["end_line"]])
+    assert s["breadcrumb"][0] == "Employee Handbook"
+
+
+def test_query_text_output(store):
+    p = run("query", "Where is the padlock key for the outer gate kept?", "-k", "2", cwd=store)
+    assert "site-visit-notes.md#L" in p.stdout and "4471" in p.stdout
+
+
+def test_bad_inputs_are_reported_and_others_indexed(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text("# Good\n\nThe cafeteria opens at eight.\n")
+    (corpus / "empty.md").write_text("")
+    (corpus / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (corpus / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
+    p = run("ingest", str(corpus), str(tmp_path / "missing.md"), cwd=tmp_path, check=False)
+    assert p.returncode == 1
+    err = p.stderr
+    for name in ("empty.md", "binary.md", "latin1.md", "missing.md"):
+        assert name in err, err
+    assert "latin1.md:1: invalid UTF-8" in err
+    assert "1 indexed" in p.stdout
+    q = json.loads(run("query", "when does the cafeteria open", "--json", cwd=tmp_path).stdout)
+    assert q[0]["doc_id"] == "good"
+
+
+def test_tree_json(tmp_path):
+    p = run("tree", str(ROOT / "data" / "employee-handbook.md"), "--json", cwd=tmp_path)
+    tree = json.loads(p.stdout)
+    assert tree["doc_id"] == "employee-handbook" and tree["line_count"] > 100
+    first = tree["nodes"][0]
+    assert set(first) == {"node_id", "title", "level", "start_line", "end_line", "body_end_line", "parent_id", "kind"}
+    assert first["kind"] == "preamble"
+
+
+def test_usage_error_exit_code(tmp_path):
+    p = run("query", cwd=tmp_path, check=False)
+    assert p.returncode == 2
+
+
+def test_bad_config_is_one_line_error(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("chunking:\n  chunk_tokens: -5\n")
+    p = run("ingest", str(ROOT / "data"), "--config", str(cfg), cwd=tmp_path, check=False)
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines()[-1].startswith(f"error: {cfg}: chunking.chunk_tokens")

@@ -1,0 +1,57 @@
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from proxypointer.config import ChunkingConfig, ProxyPointerConfig, config_from_dict, load_config
+from proxypointer.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_default_yaml_equals_builtin_defaults():
+    assert load_config(ROOT / "configs" / "default.yaml") == ProxyPointerConfig()
+
+
+def test_none_gives_defaults():
+    assert load_config(None) == ProxyPointerConfig()
+
+
+def test_unknown_key_is_rejected_with_file_and_valid_keys(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("chunking:\n  chunk_size: 100\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(f)
+    msg = str(err.value)
+    assert str(f) in msg and "chunk_size" in msg and "chunk_tokens" in msg
+
+
+def test_wrong_type_and_range_are_rejected(tmp_path):
+    with pytest.raises(ConfigError, match="chunking.chunk_tokens"):
+        config_from_dict({"chunking": {"chunk_tokens": "big"}})
+    with pytest.raises(ConfigError, match="chunking.chunk_tokens"):
+        config_from_dict({"chunking": {"chunk_tokens": -5}})
+    with pytest.raises(ConfigError, match="store.mode"):
+        config_from_dict({"store": {"mode": "cloud"}})
+    with pytest.raises(ConfigError, match="overlap"):
+        ChunkingConfig(chunk_tokens=100, overlap_tokens=100)
+
+
+def test_invalid_yaml_names_the_file(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("chunking: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad.yaml"):
+        load_config(f)
+
+
+def test_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_partial_sections_keep_other_defaults():
+    cfg = config_from_dict({"retrieval": {"k": 3}, "chunking": {"noise_titles": ["glossary"]}})
+    assert cfg.retrieval.k == 3
+    assert cfg.chunking.noise_titles == ("glossary",)
+    assert cfg.embedding == ProxyPointerConfig().embedding
+    assert dataclasses.is_dataclass(cfg)

@@ -1,0 +1,109 @@
+"""Retrieval: dedupe by (doc_id, node_id), over-fetch, whole-section slicing, citations."""
+
+import shutil
+
+import pytest
+
+from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.errors import ConfigError
+from proxypointer.retrieval import Retriever
+
+
+@pytest.fixture
+def case27(make_index, cases_dir, tmp_path):
+    src = cases_dir / "27-section-dedup-and-provenance"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a.md", "b.md"):
+        shutil.copy(src / name, corpus / name)
+    idx = make_index()
+    rep = idx.ingest([corpus], show_progress=False)
+    assert rep.indexed == 2 and not rep.failed
+    return idx, corpus
+
+
+def test_case_27_one_section_for_many_chunk_hits(case27):
+    idx, _ = case27
+    # 4 Returns chunks would fill the top of a plain chunk query: the section comes back once.
+    (s,) = Retriever(idx).retrieve("can I return an opened item", k=1)
+    assert (s.doc_id, s.title, s.start_line, s.end_line) == ("a", "Returns", 7, 16)
+    assert s.text.splitlines()[0] == "## Returns" and s.text.count("\n") == 9
+
+
+def test_case_27_identical_text_in_two_documents_keeps_its_own_provenance(case27):
+    idx, corpus = case27
+    got = Retriever(idx).retrieve("how long is the warranty", k=2)
+    assert sorted((s.doc_id, s.title, s.start_line, s.end_line) for s in got) == [
+        ("a", "Warranty", 3, 6), ("b", "Warranty", 3, 6)]
+    for s in got:
+        assert s.source == str((corpus / f"{s.doc_id}.md").resolve())
+        assert s.citation == f"{s.doc_id}.md#L3-L6"
+        own = (corpus / f"{s.doc_id}.md").read_text().split("\n")[2:6]
+        assert s.text == "\n".join(own)
+    assert len({(s.doc_id, s.node_id) for s in got}) == 2
+
+
+def test_case_27_overfetch_until_k_distinct_sections(make_index, case27):
+    idx, _ = case27
+    # A tiny over-fetch forces the retriever to grow its chunk query.
+    small = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(overfetch=1)), store=idx.root)
+    got = Retriever(small).retrieve("kettle", k=3)
+    assert len(got) == 3 and len({(s.doc_id, s.node_id) for s in got}) == 3
+
+
+def test_case_27_more_sections_than_exist_returns_all_once(case27):
+    idx, _ = case27
+    got = Retriever(idx).retrieve("kettle", k=50)
+    keys = [(s.doc_id, s.node_id) for s in got]
+    assert len(keys) == len(set(keys)) == 5  # a: Warranty, Returns, Cleaning; b: Warranty, Crumb tray
+    assert [s.score for s in got] == sorted((s.score for s in got), reverse=True)
+
+
+def test_filters_by_doc_and_prefix(case27):
+    idx, _ = case27
+    r = Retriever(idx)
+    assert {s.doc_id for s in r.retrieve("warranty", k=5, doc_ids=["b"])} == {"b"}
+    assert {s.doc_id for s in r.retrieve("warranty", k=5, source_prefix="a")} == {"a"}
+    assert r.retrieve("warranty", k=5, source_prefix="zzz") == []
+
+
+def test_k_must_be_positive(case27):
+    idx, _ = case27
+    with pytest.raises(ConfigError):
+        Retriever(idx).retrieve("x", k=0)
+
+
+def test_sections_are_sliced_from_the_stored_copy(case27):
+    idx, corpus = case27
+    before = Retriever(idx).retrieve("descale the kettle vinegar", k=1)[0]
+    # The file changes on disk after indexing: the pointer still slices what was indexed.
+    (corpus / "a.md").write_text("# Completely different\n\nnew text\n")
+    after = Retriever(idx).retrieve("descale the kettle vinegar", k=1)[0]
+    assert after.text == before.text and "Descale the kettle" in after.text
+    assert [s["doc_id"] for s in idx.status()["stale_sources"]] == ["a"]
+
+
+def test_case_07_preamble_is_returned_alone(make_index, cases_dir):
+    idx = make_index()
+    idx.ingest([cases_dir / "07-preamble-before-first-heading" / "input.md"], show_progress=False)
+    s = Retriever(idx).retrieve("how long are snapshots kept", k=1)[0]
+    assert (s.kind, s.start_line, s.end_line) == ("preamble", 1, 3)
+    assert "# Installation" not in s.text
+    inst = [x for x in Retriever(idx).retrieve("download the package", k=4) if x.title == "Installation"][0]
+    assert (inst.start_line, inst.end_line) == (4, 11) and "Snapshots" not in inst.text
+
+
+def test_case_11_breadcrumb_only_chunks_do_not_outrank_content(make_index, cases_dir):
+    idx = make_index()
+    idx.ingest([cases_dir / "11-empty-sections-heading-only" / "input.md"], show_progress=False)
+    s = Retriever(idx).retrieve("how do I start it", k=1)[0]
+    assert (s.title, s.start_line, s.end_line) == ("Usage", 9, 10)
+    assert "Press the start button twice." in s.text
+
+
+def test_case_08_window_hit_slices_its_lines(make_index, cases_dir):
+    idx = make_index()
+    idx.ingest([cases_dir / "08-headerless-doc-window-fallback" / "input.md"], show_progress=False)
+    s = Retriever(idx).retrieve("where is the spare key", k=1)[0]
+    assert s.kind == "window" and s.end_line == 21
+    assert "The spare key is kept in the blue tin under the bench." in s.text
