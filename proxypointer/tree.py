@@ -1,11 +1,14 @@
-"""Skeleton tree: markdown text -> heading nodes with 1-based inclusive line ranges. No LLM.
+r"""Skeleton tree: markdown text -> heading nodes with 1-based inclusive line ranges. No LLM.
 
-Headings follow CommonMark (markdown-it-py is the parser): ATX and setext, nothing inside
-fenced or indented code, lists, block quotes or table cells. YAML front matter is not a
-section. Text before the first heading becomes a level-0 *preamble* node.
+Headings follow CommonMark as markdown-it-py parses it (commonmark preset + GFM tables + front
+matter plugin): ATX and setext, nothing inside fenced or indented code, lists, block quotes,
+HTML blocks or table cells. YAML front matter is not a section. Text before the first heading
+becomes a level-0 *preamble* node. The default path is :class:`_BlockScanner`, a token-free
+port of markdown-it-py's block rules (several times faster); markdown-it-py itself parses
+when a converter-output mode is on, and is the scanner's oracle in the differential tests.
 
 Line numbering is defined once, here, by :func:`normalise_text` and :func:`split_lines`:
-only ``\\n``, ``\\r\\n`` and ``\\r`` end a line (never ``\\f``, U+2028 or NEL), and the same
+only ``\n``, ``\r\n`` and ``\r`` end a line (never ``\f``, U+2028 or NEL), and the same
 splitting serves the parser and the slicer (:func:`slice_lines`).
 """
 
@@ -19,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._blockscan import _BlockScanner
 from .config import TreeConfig
 from .errors import DocumentError, StaleSourceError
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 __all__ = [
     "PREAMBLE_ID",
@@ -47,13 +52,14 @@ _LINE_END = re.compile(r"\r\n|\r")
 
 
 def normalise_text(raw: str) -> str:
-    """Drop a leading BOM and turn ``\\r\\n`` and lone ``\\r`` into ``\\n``.
+    r"""Drop a leading BOM and turn ``\r\n`` and lone ``\r`` into ``\n``.
 
     Args:
         raw: Text as decoded from the file.
 
     Returns:
-        Text whose only line terminator is ``\\n``; every other character is kept.
+        Text whose only line terminator is ``\n``; every other character is kept.
+
     """
     if raw.startswith("\ufeff"):
         raw = raw[1:]
@@ -63,11 +69,11 @@ def normalise_text(raw: str) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """Split normalised text into lines; ``lines[i]`` is line ``i + 1``.
+    r"""Split normalised text into lines; ``lines[i]`` is line ``i + 1``.
 
-    A final ``\\n`` ends the last line and does not start a new one; empty text has no lines.
-    Unlike ``str.splitlines`` this never splits on ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``,
-    ``\\x85``, U+2028 or U+2029.
+    A final ``\n`` ends the last line and does not start a new one; empty text has no lines.
+    Unlike ``str.splitlines`` this never splits on ``\f``, ``\v``, ``\x1c``-``\x1e``,
+    ``\x85``, U+2028 or U+2029.
     """
     if not text:
         return []
@@ -78,7 +84,7 @@ def split_lines(text: str) -> list[str]:
 
 
 def slice_lines(lines: list[str], start_line: int, end_line: int) -> str:
-    """Cut lines ``start_line..end_line`` (1-based, inclusive) and join them with ``\\n``.
+    r"""Cut lines ``start_line..end_line`` (1-based, inclusive) and join them with ``\n``.
 
     Args:
         lines: Output of :func:`split_lines` on the stored text.
@@ -86,10 +92,11 @@ def slice_lines(lines: list[str], start_line: int, end_line: int) -> str:
         end_line: Last line, 1-based, inclusive; must be >= start_line.
 
     Returns:
-        The lines joined with ``\\n``, without a trailing newline.
+        The lines joined with ``\n``, without a trailing newline.
 
     Raises:
         StaleSourceError: If the range is empty, starts before line 1 or ends past the text.
+
     """
     if start_line < 1 or end_line < start_line or end_line > len(lines):
         raise StaleSourceError(
@@ -111,6 +118,7 @@ def read_document(path: str | Path) -> str:
     Raises:
         DocumentError: If the file is missing or unreadable, looks binary (holds NUL bytes),
             or is not valid UTF-8; the message names the file and, for bad UTF-8, the line.
+
     """
     p = Path(path)
     try:
@@ -142,9 +150,11 @@ class Heading:
         last_line: Last line of the heading markup (setext: the underline), 1-based.
         level: Level used for nesting, 1..6 (after any re-levelling).
         title: Heading text without markers; inline markup kept as written.
-        md_level: Level as written in the markdown (0 for headings found by a converter mode).
+        md_level: Level as written: the ``#`` count or setext level, N of an ``<hN>`` line,
+            0 for bold and numbered lines (re-levelling changes ``level``, not this).
         source: ``atx``, ``setext`` or the converter mode that found it (``bold``,
             ``numbered``, ``html``).
+
     """
 
     line: int
@@ -178,6 +188,7 @@ class Node:
         kind: ``heading`` or ``preamble``.
         md_level: Level as written in the markdown (differs from ``level`` after
             re-levelling; 0 for the preamble and converter-mode headings).
+
     """
 
     node_id: str
@@ -203,6 +214,7 @@ class DocumentTree:
         line_count: Number of lines of the normalised text.
         front_matter_end: Last line of YAML front matter, 0 when there is none.
         nodes: Nodes in document order (preamble first when present).
+
     """
 
     doc_id: str
@@ -278,8 +290,58 @@ def _clean_title(content: str) -> str:
     return " ".join(part.strip() for part in content.split("\n")).strip()
 
 
+def _heading(line0: int, end0: int, level: int, content: str, setext: bool) -> Heading | None:
+    # One Heading from a 0-based [line0, end0) block; None for an empty title (shared case 04).
+    title = _clean_title(content)
+    if not title:
+        return None
+    return Heading(line0 + 1, end0, level, title, level, "setext" if setext else "atx")
+
+
+def _headings_markdown_it(text: str) -> tuple[list[Heading], int, list[Token]]:
+    """Top-level headings and front matter end as markdown-it-py finds them (the reference).
+
+    Returns:
+        ``(headings, front_matter_end, tokens)``; tokens are markdown-it's block tokens.
+
+    """
+    tokens = _parser().parse(text)
+    headings: list[Heading] = []
+    front_matter_end = 0
+    for i, tok in enumerate(tokens):
+        if tok.level != 0 or not tok.map:
+            continue
+        if tok.type == "front_matter":
+            front_matter_end = tok.map[1]
+        elif tok.type == "heading_open":
+            h = _heading(tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content,
+                         tok.markup in ("=", "-"))
+            if h is not None:
+                headings.append(h)
+    return headings, front_matter_end, tokens
+
+
+def _scan_headings(text: str) -> tuple[list[Heading], int]:
+    """Top-level headings and front matter end found by :class:`_BlockScanner` (fast path)."""
+    scanner = _BlockScanner(text)
+    scanner.scan()
+    headings: list[Heading] = []
+    for line0, end0, level, content, setext in scanner.headings:
+        if "\0" in content:
+            content = content.replace("\0", "\ufffd")  # as markdown-it's normalize step
+        h = _heading(line0, end0, level, content, setext)
+        if h is not None:
+            headings.append(h)
+    return headings, scanner.fm_end
+
+
 def find_headings(text: str, config: TreeConfig | None = None) -> tuple[list[Heading], int]:
     """Find the section headings of normalised markdown text.
+
+    In default mode a line scanner ported from markdown-it-py's block rules finds the
+    headings (several times faster; markdown-it-py is its oracle in the tests). When a
+    converter-output mode is on, markdown-it-py parses the text and its tokens feed
+    :func:`proxypointer._converter.apply_converter_modes`.
 
     Args:
         text: Output of :func:`normalise_text`.
@@ -292,35 +354,17 @@ def find_headings(text: str, config: TreeConfig | None = None) -> tuple[list[Hea
     Note:
         A heading with an empty title (a bare ``#``) is not a section: it would add a
         nameless breadcrumb segment and re-parent what follows (shared case 04).
+
     """
     config = config or TreeConfig()
-    tokens = _parser().parse(text)
-    headings: list[Heading] = []
-    front_matter_end = 0
-    for i, tok in enumerate(tokens):
-        if tok.type == "front_matter" and tok.map:
-            front_matter_end = tok.map[1]
-        elif tok.type == "heading_open" and tok.level == 0 and tok.map:
-            title = _clean_title(tokens[i + 1].content)
-            if not title:
-                continue
-            level = int(tok.tag[1])
-            setext = tok.markup in ("=", "-")
-            headings.append(
-                Heading(
-                    line=tok.map[0] + 1,
-                    last_line=tok.map[1],
-                    level=level,
-                    title=title,
-                    md_level=level,
-                    source="setext" if setext else "atx",
-                )
-            )
-    if config.bold_headings or config.numbered_headings or config.html_headings or config.relevel_numbered:
+    modes = (config.bold_headings, config.numbered_headings, config.html_headings,
+             config.relevel_numbered)
+    if any(modes):
         from ._converter import apply_converter_modes
 
-        headings = apply_converter_modes(text, tokens, headings, config)
-    return headings, front_matter_end
+        headings, front_matter_end, tokens = _headings_markdown_it(text)
+        return apply_converter_modes(text, tokens, headings, config), front_matter_end
+    return _scan_headings(text)
 
 
 def _node_id(parent_id: str, title: str, ordinal: int) -> str:
@@ -339,7 +383,7 @@ def build_tree(
     *,
     lines: list[str] | None = None,
 ) -> DocumentTree:
-    """Build the skeleton tree of one document.
+    r"""Build the skeleton tree of one document.
 
     Args:
         text: Normalised markdown (see :func:`normalise_text`).
@@ -352,9 +396,10 @@ def build_tree(
         chunker then covers it with sliding windows.
 
     Example:
-        >>> t = build_tree("# A\\n\\ntext\\n## B\\nmore\\n", "doc")
+        >>> t = build_tree("# A\n\ntext\n## B\nmore\n", "doc")
         >>> [(n.title, n.start_line, n.end_line, n.body_end_line) for n in t.nodes]
         [('A', 1, 5, 3), ('B', 4, 5, 5)]
+
     """
     lines = split_lines(text) if lines is None else lines
     n_lines = len(lines)
@@ -366,27 +411,26 @@ def build_tree(
         first = headings[0].line
         if first - 1 > fm_end and not _is_blank(lines, fm_end + 1, first - 1):
             nodes.append(
-                Node(PREAMBLE_ID, stem, 0, fm_end + 1, first - 1, fm_end + 1, first - 1, "", "preamble", 0)
+                Node(PREAMBLE_ID, stem, 0, fm_end + 1, first - 1, fm_end + 1, first - 1, "",
+                     "preamble", 0)
             )
-    stack: list[tuple[int, str]] = []  # (level, node_id) of open ancestors
+    # One pass with a stack of open headings: a heading closes every open one of the same or a
+    # deeper level (their end_line is the line before it); the rest end at the last line.
+    stack: list[tuple[int, str, int]] = []  # (level, node_id, index into rows) still open
+    rows: list[list[object]] = []
     seen: dict[tuple[str, str], int] = {}
     for idx, h in enumerate(headings):
         while stack and stack[-1][0] >= h.level:
-            stack.pop()
+            rows[stack.pop()[2]][4] = h.line - 1
         parent_id = stack[-1][1] if stack else ""
         ordinal = seen.get((parent_id, h.title), 0)
         seen[(parent_id, h.title)] = ordinal + 1
         node_id = _node_id(parent_id, h.title, ordinal)
-        end = n_lines
-        for later in headings[idx + 1 :]:
-            if later.level <= h.level:
-                end = later.line - 1
-                break
         body_end = headings[idx + 1].line - 1 if idx + 1 < len(headings) else n_lines
-        nodes.append(
-            Node(node_id, h.title, h.level, h.line, end, h.last_line + 1, body_end, parent_id, "heading", h.md_level)
-        )
-        stack.append((h.level, node_id))
+        rows.append([node_id, h.title, h.level, h.line, n_lines, h.last_line + 1, body_end,
+                     parent_id, "heading", h.md_level])
+        stack.append((h.level, node_id, len(rows) - 1))
+    nodes.extend(Node(*row) for row in rows)  # type: ignore[arg-type]
 
     heading_nodes = [n for n in nodes if n.kind == "heading"]
     title = stem
@@ -398,4 +442,5 @@ def build_tree(
     if nodes and nodes[0].kind == "preamble":
         nodes[0] = Node(PREAMBLE_ID, title, 0, nodes[0].start_line, nodes[0].end_line,
                         nodes[0].body_start_line, nodes[0].body_end_line, "", "preamble", 0)
-    return DocumentTree(doc_id=doc_id, title=title, line_count=n_lines, front_matter_end=fm_end, nodes=tuple(nodes))
+    return DocumentTree(doc_id=doc_id, title=title, line_count=n_lines, front_matter_end=fm_end,
+                        nodes=tuple(nodes))

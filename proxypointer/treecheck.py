@@ -1,0 +1,259 @@
+"""Inspect a skeleton tree: PageIndex JSON, a readable outline, and a validation report.
+
+The validation report flags trees that look wrong *before* they are indexed, so users can
+change the converter-output modes (:class:`~proxypointer.config.TreeConfig`) or fix the
+conversion: flat levels that numbering contradicts, one node holding most of the text,
+headings that read like sentences, duplicate title paths and oversized sections.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .tree import DocumentTree, Node
+
+__all__ = [
+    "TreeWarning",
+    "check_tree",
+    "tree_outline",
+    "tree_to_pageindex",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Fewest heading nodes for the ``flat-levels`` check (fewer equal levels are normal).
+FLAT_MIN_HEADINGS = 4
+#: Share of the document's non-blank characters above which one node's own text is flagged.
+DOMINANT_SHARE = 0.6
+#: Documents with fewer non-blank characters than this are too small for ``dominant-node``.
+DOMINANT_MIN_CHARS = 2000
+#: A heading with more words than this reads like a sentence.
+SENTENCE_MAX_WORDS = 15
+#: A heading of at least this many words ending in ``.``, ``;`` or ``,`` reads like a sentence.
+SENTENCE_PUNCT_MIN_WORDS = 5
+
+_NUMBER_PREFIX = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s+|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeWarning:
+    """One finding of :func:`check_tree`.
+
+    Attributes:
+        code: Stable kind: ``flat-levels``, ``dominant-node``, ``sentence-heading``,
+            ``duplicate-title``, ``long-section`` or ``no-headings``.
+        line: Line the finding points at, 1-based; 0 for the whole document.
+        message: ``<doc_id>[:line]: <what looks wrong>; <what to try>``.
+
+    """
+
+    code: str
+    line: int
+    message: str
+
+
+def _depth(tree: DocumentTree, node: Node) -> int:
+    return len(tree.ancestors(node.node_id))
+
+
+def tree_to_pageindex(tree: DocumentTree) -> dict[str, Any]:
+    r"""Export a tree in PageIndex's markdown tree JSON layout.
+
+    Args:
+        tree: Output of :func:`proxypointer.tree.build_tree`.
+
+    Returns:
+        ``{"doc_name", "line_count", "structure"}`` where ``structure`` is a list of root
+        nodes, each ``{"title", "node_id", "line_num", "nodes"}`` with ``line_num`` the
+        heading line (1-based) and ``nodes`` its children (possibly empty). The preamble,
+        when present, is the first root.
+
+    Example:
+        >>> from proxypointer.tree import build_tree
+        >>> tree_to_pageindex(build_tree("# A\n## B\n", "doc"))["structure"][0]["nodes"][0]["title"]
+        'B'
+
+    """
+
+    def entry(node: Node) -> dict[str, Any]:
+        return {
+            "title": node.title,
+            "node_id": node.node_id,
+            "line_num": node.start_line,
+            "nodes": [entry(child) for child in tree.children(node.node_id)],
+        }
+
+    roots = [n for n in tree.nodes if not n.parent_id]
+    return {
+        "doc_name": tree.doc_id,
+        "line_count": tree.line_count,
+        "structure": [entry(n) for n in roots],
+    }
+
+
+def tree_outline(tree: DocumentTree) -> str:
+    r"""Render a tree as an indented outline for reading by eye.
+
+    Args:
+        tree: Output of :func:`proxypointer.tree.build_tree`.
+
+    Returns:
+        One line per node in document order: two spaces per ancestor, ``#`` repeated
+        ``level`` times (``[preamble]`` for the preamble), the title, and
+        ``L<start_line>-L<end_line>`` (1-based, inclusive, whole subtree). Lines are joined
+        with ``\n``; empty string for a tree without nodes.
+
+    Example:
+        >>> from proxypointer.tree import build_tree
+        >>> print(tree_outline(build_tree("# A\ntext\n## B\n", "doc")))
+        # A  L1-L3
+          ## B  L3-L3
+
+    """
+    out = []
+    for node in tree.nodes:
+        marker = "[preamble]" if node.kind == "preamble" else "#" * node.level
+        indent = "  " * _depth(tree, node)
+        out.append(f"{indent}{marker} {node.title}  L{node.start_line}-L{node.end_line}")
+    return "\n".join(out)
+
+
+def _approx_tokens(text: str) -> int:
+    # ~1.3 word pieces per whitespace-separated word for English prose with a WordPiece
+    # vocabulary such as all-MiniLM-L6-v2's (STACK.md); an estimate, not a tokenizer.
+    return math.ceil(len(text.split()) * 1.3)
+
+
+def _own_text(lines: list[str], node: Node) -> str:
+    if node.body_start_line > node.body_end_line:
+        return ""
+    return "\n".join(lines[node.body_start_line - 1 : node.body_end_line])
+
+
+def check_tree(
+    tree: DocumentTree,
+    lines: list[str],
+    count_tokens: Callable[[str], int] | None = None,
+    max_section_tokens: int = 2000,
+) -> list[TreeWarning]:
+    """Flag a tree that looks wrongly converted before it is indexed.
+
+    Checks, each with its ``code``:
+
+    * ``no-headings``: the document has text but no heading (it will be indexed as
+      sliding windows); try ``bold_headings``/``numbered_headings``/``html_headings``.
+    * ``flat-levels``: at least :data:`FLAT_MIN_HEADINGS` headings, all at one level, and
+      numbering (``3``, ``3.1``) shows more than one depth; try ``relevel_numbered``.
+    * ``dominant-node``: one node's own text holds more than :data:`DOMINANT_SHARE` of the
+      document's non-blank characters (documents of at least :data:`DOMINANT_MIN_CHARS`),
+      a sign of missed headings.
+    * ``sentence-heading``: a title of more than :data:`SENTENCE_MAX_WORDS` words, or of at
+      least :data:`SENTENCE_PUNCT_MIN_WORDS` words ending in ``.``, ``;`` or ``,``: body text
+      promoted to a heading by the converter.
+    * ``duplicate-title``: two nodes with the same title path (breadcrumb), which retrieval
+      cannot tell apart; reported at the later one.
+    * ``long-section``: a node's own text is over ``max_section_tokens`` tokens.
+
+    Args:
+        tree: Output of :func:`proxypointer.tree.build_tree`.
+        lines: ``split_lines`` of the same text (1-based line ``i`` is ``lines[i - 1]``).
+        count_tokens: Returns the number of word pieces of the embedding model's tokenizer
+            (no special tokens) in a text; default: 1.3 x whitespace-separated words, an
+            estimate for English prose.
+        max_section_tokens: Own-text size above which ``long-section`` is reported, in the
+            unit of ``count_tokens``; must be > 0.
+
+    Returns:
+        Warnings ordered by line, then code; empty when nothing looks wrong.
+
+    Raises:
+        ValueError: If ``max_section_tokens`` is not > 0 or ``lines`` does not match the
+            tree's ``line_count``.
+
+    """
+    if max_section_tokens <= 0:
+        raise ValueError(f"max_section_tokens: expected an int > 0, got {max_section_tokens}")
+    if len(lines) != tree.line_count:
+        raise ValueError(
+            f"{tree.doc_id}: lines has {len(lines)} lines but the tree was built from "
+            f"{tree.line_count}; pass split_lines() of the same text"
+        )
+    count = count_tokens or _approx_tokens
+    doc = tree.doc_id
+    found: list[TreeWarning] = []
+    headings = [n for n in tree.nodes if n.kind == "heading"]
+    total_chars = sum(len(s.strip()) for s in lines[tree.front_matter_end :])
+
+    if not headings:
+        if total_chars:
+            found.append(TreeWarning(
+                "no-headings", 0,
+                f"{doc}: no headings, the document will be indexed as sliding windows; if the "
+                "converter wrote titles as bold or numbered lines, try bold_headings or "
+                "numbered_headings",
+            ))
+        return found
+
+    if len(headings) >= FLAT_MIN_HEADINGS and len({n.level for n in headings}) == 1:
+        depths = set()
+        for n in headings:
+            m = _NUMBER_PREFIX.match(n.title)
+            if m:
+                depths.add(m.group(1).count(".") + 1)
+        if len(depths) > 1:
+            found.append(TreeWarning(
+                "flat-levels", 0,
+                f"{doc}: all {len(headings)} headings are level {headings[0].level} but their "
+                f"numbering has {len(depths)} depths; try relevel_numbered",
+            ))
+
+    if total_chars >= DOMINANT_MIN_CHARS:
+        for n in tree.nodes:
+            own = sum(len(s.strip()) for s in lines[n.body_start_line - 1 : n.body_end_line])
+            if own > DOMINANT_SHARE * total_chars:
+                found.append(TreeWarning(
+                    "dominant-node", n.start_line,
+                    f"{doc}:{n.start_line}: node {n.title!r} holds {own * 100 // total_chars}% "
+                    "of the text in its own body; headings may be missing (bold or numbered "
+                    "lines?), try bold_headings or numbered_headings",
+                ))
+
+    seen: dict[tuple[str, ...], int] = {}
+    for n in headings:
+        words = n.title.split()
+        if len(words) > SENTENCE_MAX_WORDS or (
+            len(words) >= SENTENCE_PUNCT_MIN_WORDS and n.title.endswith((".", ";", ","))
+        ):
+            found.append(TreeWarning(
+                "sentence-heading", n.start_line,
+                f"{doc}:{n.start_line}: heading {n.title!r} reads like a sentence; the "
+                "converter may have promoted body text to a heading",
+            ))
+        path = tree.title_path(n.node_id)
+        if path in seen:
+            found.append(TreeWarning(
+                "duplicate-title", n.start_line,
+                f"{doc}:{n.start_line}: title path {' > '.join(path)!r} repeats line "
+                f"{seen[path]}; retrieval cannot tell the two apart by breadcrumb",
+            ))
+        else:
+            seen[path] = n.start_line
+
+    for n in tree.nodes:
+        size = count(_own_text(lines, n))
+        if size > max_section_tokens:
+            found.append(TreeWarning(
+                "long-section", n.start_line,
+                f"{doc}:{n.start_line}: section {n.title!r} has {size} tokens of own text "
+                f"(> {max_section_tokens}); check for missed headings",
+            ))
+
+    found.sort(key=lambda w: (w.line, w.code))
+    if found:
+        logger.debug("%s: %d tree warning(s)", doc, len(found))
+    return found

@@ -1,0 +1,121 @@
+"""Hypothesis strategies that generate markdown for the tree property and differential tests.
+
+Two families:
+
+* ``markdown_documents``: random block soup built from line fragments that hit CommonMark's
+  hard cases (ATX/setext edges, fences of both kinds and lengths, indented code, lists, block
+  quotes, lazy continuation, pipe tables, HTML blocks, link reference definitions, front
+  matter, tabs, form feeds, U+2028, CR/CRLF, BOM). Used against markdown-it-py.
+* ``heading_documents``: documents with many real headings (ATX at levels 1-6 and setext)
+  between paragraphs and code, for the tree invariants.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+__all__ = [
+    "BODIES",
+    "PREFIXES",
+    "heading_documents",
+    "markdown_documents",
+    "markdown_lines",
+]
+
+#: Container and indentation prefixes; joined to nest (``> - `` etc.).
+PREFIXES: tuple[str, ...] = (
+    "", "", "", "", " ", "  ", "   ", "    ", "     ", "\t", " \t", "> ", ">", ">  ", "   > ",
+    "- ", "* ", "+ ", "-   ", "1. ", "2) ", "10. ", "  - ", "   1. ", "-\t", "1.", "-",
+)
+
+#: Line bodies, each a known trouble-maker for heading detection.
+BODIES: tuple[str, ...] = (
+    "# Title", "## Sub title ##", "### Three", "#### Four #", "###### Six", "####### Seven",
+    "#tag", "#", "# ", "#\tTab", "\\# escaped", "## C#", "# Foo # bar #", "#  spaced  ###  ",
+    "Plain text line", "Another sentence here.", "text with | pipe", "a | b", "| a | b |",
+    "|---|---|", "--|--", "| --- |", ":-:|:--", "|", "| x", "===", "---", "- - -", "***", "___",
+    "= =", "==", "--", "```", "```python", "````", "``` `", "~~~", "~~~ info", "~~~~",
+    "<div>", "</div>", "<div class='x'>", "<!-- comment", "-->", "<h2>Html heading</h2>",
+    "<pre>", "</pre>", "<script>", "</script>", "<?php", "?>", "<!DOCTYPE html>", "<custom-tag>",
+    "<a href='x'>", "[ref]: /url", "[ref]: /url 'title'", "[ref]:", "'title'", "[not a ref]",
+    "**Bold heading**", "__Under bold__", "**Note:** text", "1.1 Numbered title", "2 Scope",
+    "...", "- item", "+ item", "10. item", "1) item", "> quote", ">> deep", "",
+    "", "", "   ", "\t", "text\fwith form feed", "line\u2028separator", "nel\x85char", "x\x00y",
+)
+
+_LINE = st.tuples(
+    st.lists(st.sampled_from(PREFIXES), min_size=0, max_size=3).map("".join),
+    st.sampled_from(BODIES),
+).map(lambda parts: parts[0] + parts[1])
+
+
+def markdown_lines(max_lines: int = 40) -> st.SearchStrategy[list[str]]:
+    """Lists of markdown lines built from :data:`PREFIXES` and :data:`BODIES`."""
+    return st.lists(_LINE, min_size=0, max_size=max_lines)
+
+
+@st.composite
+def markdown_documents(draw: st.DrawFn, max_lines: int = 40, raw: bool = False) -> str:
+    """Random markdown text, normalised (LF only, no BOM) unless ``raw`` is set.
+
+    With ``raw=True`` the text may use CRLF or CR endings, start with a BOM and lack a final
+    newline, so callers must pass it through ``normalise_text``.
+    """
+    lines = draw(markdown_lines(max_lines))
+    if draw(st.booleans()) and lines:
+        fm = draw(st.sampled_from([["---", "title: x", "---"], ["---", "a: 1", "..."], ["---"]]))
+        lines = fm + lines
+    text = "\n".join(lines)
+    if draw(st.booleans()):
+        text += "\n"
+    if raw:
+        eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+        text = text.replace("\n", eol)
+        if draw(st.booleans()):
+            text = "\ufeff" + text
+    return text
+
+
+_WORDS = st.sampled_from(
+    ["alpha", "beta", "gamma", "delta", "Results", "Methods", "Scope", "Notes", "Intro"]
+)
+_TITLE = st.lists(_WORDS, min_size=1, max_size=3).map(" ".join)
+
+
+@st.composite
+def _block(draw: st.DrawFn) -> list[str]:
+    kind = draw(st.sampled_from(
+        ["atx", "atx", "atx", "setext", "para", "para", "blank", "fence", "list", "quote"]
+    ))
+    if kind == "atx":
+        level = draw(st.integers(1, 6))
+        closing = draw(st.sampled_from(["", "", " " + "#" * level]))
+        return ["#" * level + " " + draw(_TITLE) + closing]
+    if kind == "setext":
+        return [draw(_TITLE), draw(st.sampled_from(["===", "---", "=====", "-----"]))]
+    if kind == "para":
+        return [draw(_TITLE) + "." for _ in range(draw(st.integers(1, 3)))]
+    if kind == "fence":
+        fence = draw(st.sampled_from(["```", "~~~", "````"]))
+        return [fence, "# not a heading " + draw(_TITLE), fence]
+    if kind == "list":
+        return ["- " + draw(_TITLE), "  # in list"]
+    if kind == "quote":
+        return ["> # quoted " + draw(_TITLE)]
+    return [""]
+
+
+@st.composite
+def heading_documents(draw: st.DrawFn, max_blocks: int = 30) -> str:
+    """Normalised markdown with many real headings (ATX 1-6, setext) between other blocks.
+
+    Blocks are separated by blank lines so every ATX/setext block is a top-level heading.
+    """
+    blocks = draw(st.lists(_block(), min_size=0, max_size=max_blocks))
+    lines: list[str] = []
+    for block in blocks:
+        lines.extend(block)
+        lines.append("")
+    if lines and draw(st.booleans()):
+        lines.pop()
+    return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")

@@ -1,0 +1,516 @@
+"""Skeleton tree: every parsing bug case (exact nodes from expected.md) plus variants of each."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from proxypointer.config import TreeConfig
+from proxypointer.errors import StaleSourceError
+from proxypointer.tree import (
+    PREAMBLE_ID,
+    DocumentTree,
+    _headings_markdown_it,
+    _scan_headings,
+    build_tree,
+    find_headings,
+    normalise_text,
+    read_document,
+    slice_lines,
+    split_lines,
+)
+
+BOLD = TreeConfig(bold_headings=True)
+NUMBERED = TreeConfig(numbered_headings=True)
+HTML = TreeConfig(html_headings=True)
+RELEVEL = TreeConfig(relevel_numbered=True)
+
+
+# -- expected.md tables ------------------------------------------------------------------------
+_ROW = re.compile(r"^\| (\d+) \| (\d+) \| (.*?) \| (\d+) \| (\d+) \| (\d+) \| (.*?) \|$")
+
+
+def _expected_tables(path: Path) -> list[tuple[int, list[tuple]]]:
+    """Every node table of an expected.md with the last ``(total_lines = N)`` before it."""
+    tables: list[tuple[int, list[tuple]]] = []
+    total = -1
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^\(total_lines = (\d+)\)", line)
+        if m:
+            total = int(m.group(1))
+        if line.startswith("| # | level | title |"):
+            tables.append((total, []))
+            continue
+        m = _ROW.match(line)
+        if m and tables:
+            level, title, start, end, body_end, parent = m.group(2, 3, 4, 5, 6, 7)
+            tables[-1][1].append((int(level), title, int(start), int(end), int(body_end), parent))
+    return tables
+
+
+def _rows(tree: DocumentTree) -> list[tuple]:
+    out = []
+    for n in tree.nodes:
+        if n.kind != "heading":
+            continue
+        parent = tree.node(n.parent_id).title if n.parent_id else "-"
+        out.append((n.level, n.title, n.start_line, n.end_line, n.body_end_line, parent))
+    return out
+
+
+# (case folder prefix, input file, config, index of the table in expected.md)
+CASES = [
+    ("01-", "input.md", None, 0),
+    ("02-", "input.md", None, 0),
+    ("04-", "input.md", None, 0),
+    ("05-", "input_lf.md", None, 0),
+    ("05-", "input_crlf.md", None, 1),
+    ("05-", "input_ff.md", None, 2),
+    ("07-", "input.md", None, 0),
+    ("08-", "input.md", None, 0),
+    ("09-", "input.md", None, 0),
+    ("11-", "input.md", None, 0),
+    ("12-", "input.md", None, 0),
+    ("12-", "input.md", BOLD, 1),
+    ("13-", "input_flat.md", None, 0),
+    ("13-", "input_flat.md", RELEVEL, 1),
+    ("13-", "input_paragraph_headings.md", None, 2),
+    ("14-", "input.md", None, 0),
+    ("14-", "input.md", NUMBERED, 1),
+    ("15-", "input.md", None, 0),
+]
+
+
+def _case(cases_dir: Path, prefix: str) -> Path:
+    (folder,) = [p for p in cases_dir.iterdir() if p.name.startswith(prefix)]
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("prefix", "name", "config", "table"), CASES,
+    ids=[f"{p}{n}-{'default' if c is None else 'opt-in'}" for p, n, c, _ in CASES],
+)
+def test_case_tree_equals_expected(cases_dir, prefix, name, config, table):
+    folder = _case(cases_dir, prefix)
+    total, expected = _expected_tables(folder / "expected.md")[table]
+    tree = build_tree(read_document(folder / name), Path(name).stem, config)
+    assert tree.line_count == total
+    assert _rows(tree) == expected
+
+
+def test_case_tables_were_parsed(cases_dir):
+    # Guards the parser above: a silently empty table would make the case tests vacuous.
+    assert len(_expected_tables(_case(cases_dir, "01-") / "expected.md")[0][1]) == 3
+    assert len(_expected_tables(_case(cases_dir, "04-") / "expected.md")[0][1]) == 8
+    tables = _expected_tables(_case(cases_dir, "13-") / "expected.md")
+    assert [len(rows) for _, rows in tables] == [5, 5, 4]
+    tables = _expected_tables(_case(cases_dir, "12-") / "expected.md")
+    assert [len(rows) for _, rows in tables] == [1, 4]
+
+
+# -- 01 fenced code ------------------------------------------------------------------------------
+def test_fence_slice_keeps_code_blocks_whole(cases_dir):
+    text = read_document(_case(cases_dir, "01-") / "input.md")
+    tree = build_tree(text, "input")
+    configure = next(n for n in tree.nodes if n.title == "Configure")
+    section = slice_lines(split_lines(text), configure.start_line, configure.end_line)
+    assert "~~~yaml\n# comment inside a tilde fence\nretries: 3\n~~~" in section
+    assert section.count("````") == 2
+
+
+def test_fence_state_is_per_document(cases_dir):
+    build_tree(read_document(_case(cases_dir, "01-") / "input.md"), "a")  # ends in an open fence
+    assert [n.title for n in build_tree("# After\n", "b").nodes] == ["After"]
+
+
+@pytest.mark.parametrize(
+    ("text", "titles"),
+    [
+        ("~~~\n# x\n```\n# y\n~~~\n# z\n", ["z"]),  # a backtick fence does not close tildes
+        ("`````\n# x\n````\n# y\n`````\n# z\n", ["z"]),  # closing fence must be >= as long
+        ("```\n# x\n``` not a close\n# y\n```\n# z\n", ["z"]),  # closing fence has no info
+        ("    ```\n# real\n", ["real"]),  # 4-space indent: indented code, not a fence
+        ("``` a`b\n# real\n", ["real"]),  # backtick in info string: not a fence
+        ("# a\n```\n# code\n", ["a"]),  # unclosed at end of file
+        ("# a\n\n    # indented code\n\n# b\n", ["a", "b"]),
+    ],
+)
+def test_fence_and_code_variants(text, titles):
+    assert [h.title for h in find_headings(text)[0]] == titles
+
+
+# -- 02 setext ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Title\n===\n", [(1, "Title", 1)]),
+        ("Title\n-\n", [(2, "Title", 1)]),
+        ("line one\nline two\n---\n", [(2, "line one line two", 1)]),  # one heading, joined
+        ("text\n\n---\n", []),  # after a blank line: thematic break
+        ("- item\n---\n", []),  # after a list item: thematic break
+        ("> quote\n---\n", []),  # after a quote: thematic break
+        ("```\ncode\n```\n---\n", []),
+        ("    code\n---\n", []),
+        ("Title\n    ===\n", []),  # underline indented 4: paragraph continuation
+        ("Title\n= =\n", []),
+        ("| a |\n---\n", []),  # a one-column table, per GFM in markdown-it
+    ],
+)
+def test_setext_variants(text, expected):
+    headings, _ = find_headings(text)
+    assert [(h.level, h.title, h.line) for h in headings] == expected
+
+
+def test_setext_body_starts_after_underline(cases_dir):
+    tree = build_tree(read_document(_case(cases_dir, "02-") / "input.md"), "input")
+    started = {n.title: n.body_start_line for n in tree.nodes}
+    assert started["Getting Started"] == 8
+    assert started["Field Handbook"] == 3
+
+
+# -- 04 ATX edges ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("# Overview #", (1, "Overview")),
+        ("## Setup ##########", (2, "Setup")),
+        ("### Notes for C#", (3, "Notes for C#")),
+        ("# foo#", (1, "foo#")),
+        ("# Foo # bar #", (1, "Foo # bar")),
+        ("#\tTabbed", (1, "Tabbed")),
+        ("   ### three spaces", (3, "three spaces")),
+        ("###### six", (6, "six")),
+        ("## Trailing hashes and spaces ##   ", (2, "Trailing hashes and spaces")),
+        ("####### seven", None),
+        ("#hashtag", None),
+        ("    # four spaces", None),
+        ("\\# escaped", None),
+        ("#", None),  # bare: deliberately no node (case 04)
+        ("## ##", None),
+        ("#\f x", None),  # a form feed is not a space after the marker
+    ],
+)
+def test_atx_variants(line, expected):
+    headings, _ = find_headings(line + "\n")
+    assert [(h.level, h.title) for h in headings] == ([expected] if expected else [])
+
+
+def test_bare_hash_does_not_reparent(cases_dir):
+    tree = build_tree(read_document(_case(cases_dir, "04-") / "input.md"), "input")
+    assert all(n.title for n in tree.nodes)
+    overview = tree.nodes[0]
+    assert [c.title for c in tree.children(overview.node_id)][-2:] == [
+        "Trailing hashes and spaces",
+        "Indented by two spaces is still a heading",
+    ]
+
+
+# -- 05 line endings -----------------------------------------------------------------------------
+def test_crlf_gives_same_ids_and_slices(cases_dir):
+    folder = _case(cases_dir, "05-")
+    lf_text = read_document(folder / "input_lf.md")
+    crlf_text = read_document(folder / "input_crlf.md")
+    lf, crlf = build_tree(lf_text, "doc"), build_tree(crlf_text, "doc")
+    assert lf.nodes == crlf.nodes
+    assert not any("\r" in n.title for n in crlf.nodes)
+    for n in lf.nodes:
+        assert slice_lines(split_lines(crlf_text), n.start_line, n.end_line) == slice_lines(
+            split_lines(lf_text), n.start_line, n.end_line
+        )
+
+
+def test_form_feed_and_separators_do_not_end_lines(cases_dir):
+    text = read_document(_case(cases_dir, "05-") / "input_ff.md")
+    lines = split_lines(text)
+    tree = build_tree(text, "input_ff")
+    outflow = next(n for n in tree.nodes if n.title == "Outflow")
+    assert (outflow.start_line, outflow.end_line) == (11, 13)
+    section = slice_lines(lines, 11, 13).split("\n")
+    assert section[:2] == ["## Outflow", ""]
+    assert section[2].startswith("Valves are checked monthly.\x85")
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_line_endings_and_bom(eol):
+    raw = "\ufeff" + eol.join(["# A", "text\f more", "para\u2028graph", "## B", "x"]) + eol
+    tree = build_tree(normalise_text(raw), "doc")
+    assert [(n.title, n.start_line, n.end_line) for n in tree.nodes] == [("A", 1, 5), ("B", 4, 5)]
+
+
+def test_split_lines_rules():
+    assert split_lines("") == []
+    assert split_lines("a\n") == ["a"]
+    assert split_lines("a\n\n") == ["a", ""]
+    assert split_lines("a\fb\u2028c\x85d\n") == ["a\fb\u2028c\x85d"]
+    with pytest.raises(StaleSourceError):
+        slice_lines(["a"], 1, 2)
+
+
+# -- front matter --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "fm_end", "first"),
+    [
+        ("---\ntitle: x\n---\n# A\n", 3, ("A", 4)),
+        ("\ufeff---\ntitle: x\n---\n# A\n", 3, ("A", 4)),  # after a BOM
+        ("---\ntitle: x\n...\n# A\n", 3, ("A", 4)),
+        ("---\r\n# not a heading: yaml comment\r\n---\r\n# A\r\n", 3, ("A", 4)),
+        ("---\ntitle: x\n", 0, None),  # unclosed: a thematic break and a paragraph
+        ("\n---\na: 1\n---\n# A\n", 0, ("a: 1", 3)),  # not at line 1: setext heading
+    ],
+)
+def test_front_matter(raw, fm_end, first):
+    tree = build_tree(normalise_text(raw), "doc")
+    assert tree.front_matter_end == fm_end
+    headings = [(n.title, n.start_line) for n in tree.nodes if n.kind == "heading"]
+    assert (headings[0] if headings else None) == first
+    assert all(n.start_line > fm_end for n in tree.nodes)
+
+
+def test_front_matter_is_not_preamble():
+    tree = build_tree("---\na: 1\n---\nIntro.\n# A\n", "doc")
+    pre = tree.nodes[0]
+    assert (pre.kind, pre.start_line, pre.end_line) == ("preamble", 4, 4)
+
+
+# -- 07 preamble, 08 no headings, 09 single heading, 11 empty sections ---------------------------
+def test_preamble_node(cases_dir):
+    text = read_document(_case(cases_dir, "07-") / "input.md")
+    tree = build_tree(text, "input")
+    pre = tree.nodes[0]
+    assert (pre.node_id, pre.level, pre.start_line, pre.end_line, pre.parent_id) == (
+        PREAMBLE_ID, 0, 1, 3, "")
+    assert pre.title == "input"
+    assert PREAMBLE_ID not in {n.node_id for n in tree.nodes[1:]}
+    assert "Snapshots are kept for 30 days" in slice_lines(split_lines(text), 1, 3)
+    assert "# Installation" not in slice_lines(split_lines(text), 1, 3)
+
+
+@pytest.mark.parametrize("text", ["\n\n# A\n", "   \n\t\n# A\n"])
+def test_blank_preamble_creates_no_node(text):
+    assert [n.kind for n in build_tree(text, "d").nodes] == ["heading"]
+
+
+@pytest.mark.parametrize("name", ["empty.md", "whitespace_only.md", "input.md"])
+def test_documents_without_headings_have_no_nodes(cases_dir, name):
+    text = read_document(_case(cases_dir, "08-") / name)
+    tree = build_tree(text, Path(name).stem)
+    assert tree.nodes == ()
+    assert not tree.has_headings
+    assert tree.line_count == len(split_lines(text))
+
+
+def test_single_heading_slice_is_whole_file(cases_dir):
+    text = read_document(_case(cases_dir, "09-") / "input.md")
+    (node,) = build_tree(text, "input").nodes
+    assert slice_lines(split_lines(text), node.start_line, node.end_line) == text.rstrip("\n")
+
+
+def test_empty_and_trailing_headings_are_kept(cases_dir):
+    text = read_document(_case(cases_dir, "11-") / "input.md")
+    tree = build_tree(text, "input")
+    by_title = {n.title: n for n in tree.nodes}
+    assert (by_title["Usage"].start_line, by_title["Usage"].body_end_line) == (9, 10)
+    changelog = by_title["Changelog"]
+    assert (changelog.start_line, changelog.end_line, changelog.body_start_line) == (11, 11, 12)
+    assert build_tree("# A\n## B\n## C", "d").nodes[-1].title == "C"
+
+
+# -- nesting, ids ------------------------------------------------------------------------------
+def test_skipped_levels_nest_and_breadcrumb_resets():
+    tree = build_tree("# A\n### C\n## B\n#### D\n# E\n### F\n", "d")
+    paths = [tree.title_path(n.node_id) for n in tree.nodes]
+    assert paths == [("A",), ("A", "C"), ("A", "B"), ("A", "B", "D"), ("E",), ("E", "F")]
+    assert [n.end_line for n in tree.nodes] == [4, 2, 4, 4, 6, 6]
+
+
+def test_duplicate_titles_get_distinct_stable_ids():
+    text = "# A\n## Usage\n## Usage\n# B\n## Usage\n"
+    tree = build_tree(text, "d")
+    ids = [n.node_id for n in tree.nodes]
+    assert len(set(ids)) == len(ids)
+    assert [n.node_id for n in build_tree(text, "d").nodes] == ids
+    # inserting a section elsewhere does not renumber the others
+    later = build_tree("# Z\n" + text, "d")
+    assert {n.node_id for n in later.nodes} >= set(ids)
+
+
+def test_headings_inside_containers_are_not_sections():
+    text = "- # in list\n\n> # in quote\n\n1. ## numbered\n\n| # a | b |\n|---|---|\n| # c | d |\n"
+    assert find_headings(text) == ([], 0)
+
+
+def test_lazy_continuation_and_list_end():
+    text = "> quote\ncontinued\n# Real\n- item\n  # in item\n# Also real\n"
+    assert [(h.title, h.line) for h in find_headings(text)[0]] == [("Real", 3), ("Also real", 6)]
+
+
+def test_html_block_hides_headings_until_blank_line():
+    text = "<div>\n# inside html\n</div>\n\n# Outside\n"
+    assert [h.title for h in find_headings(text)[0]] == ["Outside"]
+
+
+def test_scanner_matches_markdown_it_on_edge_snippets():
+    snippets = [
+        "[ref]: /url\n===\n",  # a reference definition is not a setext title
+        "[ref]: /url\nTitle\n===\n",
+        "[ref]:\n/url\n'title'\n# H\n",
+        "- a\n\n  b\n# c\n",
+        "1. a\n   > b\n# c\n",
+        "> - a\nlazy\n---\n",
+        "- ---\n  x\n# y\n",  # front matter quirk inside a list at line 1
+        "\t# tab indented\n",
+        " \t# space tab\n",
+        ">\t# quote tab\n# x\n",
+        "a | b\n--|--\nrow\n# H\n",
+        "<!-- c\n# hidden\n-->\n# shown\n",
+        "<pre>\n# hidden\n\n# still\n</pre>\n# shown\n",
+        "x\x00y\n===\n",
+    ]
+    for text in snippets:
+        assert _scan_headings(text) == _headings_markdown_it(text)[:2], text
+
+
+def test_md_trim_matches_markdown_it():
+    from markdown_it.common.utils import MD_TRIM_CHARS
+
+    from proxypointer._blockscan import _MD_TRIM
+
+    assert set(_MD_TRIM) == set(MD_TRIM_CHARS)
+
+
+# -- converter modes: 12 bold ------------------------------------------------------------------
+def test_bold_mode_is_off_by_default_and_noop_without_bold_lines(cases_dir):
+    text = read_document(_case(cases_dir, "01-") / "input.md")
+    assert build_tree(text, "d", BOLD) == build_tree(text, "d")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("## Top\n\n**Sub**\n\ntext\n", [(2, "Top"), (3, "Sub")]),
+        ("**Alone**\n", [(1, "Alone")]),
+        ("# T\n\n** Spaced **\n\nx\n", [(1, "T"), (2, "Spaced")]),
+        ("# T\n\n**a** and **b**\n\nx\n", [(1, "T")]),  # two spans
+        ("# T\n\n**Note:** more text\n", [(1, "T")]),  # bold lead-in
+        ("# T\n\n**Tight**\nnext line\n", [(1, "T")]),  # no blank line after
+        ("# T\ntext\n**Tight**\n\nx\n", [(1, "T")]),  # paragraph continuation
+        ("# T\n\n- **In list**\n\nx\n", [(1, "T")]),
+        ("# T\n\n> **In quote**\n\nx\n", [(1, "T")]),
+        ("# T\n\n```\n**In code**\n```\n", [(1, "T")]),
+        ("# T\n\n    **Indented code**\n", [(1, "T")]),
+        (
+            "# T\n\n**A**\n\n**B**\n\n## U\n\n__C__\n",
+            [(1, "T"), (2, "A"), (2, "B"), (2, "U"), (3, "C")],
+        ),
+    ],
+)
+def test_bold_variants(text, expected):
+    headings, _ = find_headings(text, BOLD)
+    assert [(h.level, h.title) for h in headings] == expected
+    assert all(h.md_level == 0 for h in headings if h.source == "bold")
+
+
+# -- 13 relevel ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("titles", "levels"),
+    [
+        (["3 A", "3.1 B", "3.2.4 C", "4 D"], [1, 2, 3, 1]),
+        (["1. A", "1.1. B", "2. C"], [1, 2, 1]),  # trailing dots
+        (["Item 7 MD&A", "Item 7A Risk", "Note 14 Leases"], [1, 1, 1]),
+        (["Annex 2 Data", "Annex 2.1 Tables", "Appendix A.1 Proofs"], [1, 2, 2]),
+        (["Abstract", "1 Intro", "1.1 Background", "References"], [1, 1, 2, 1]),
+        (["1 Only one numbered", "Other"], [2, 2]),  # fewer than 2 numbered: unchanged
+        (["2023 Review", "2024 Outlook"], [2, 2]),  # years are not section numbers
+    ],
+)
+def test_relevel_variants(titles, levels):
+    text = "".join(f"## {t}\n\ntext\n\n" for t in titles)
+    headings, _ = find_headings(text, RELEVEL)
+    assert [h.level for h in headings] == levels
+    assert all(h.md_level == 2 for h in headings)
+
+
+def test_relevel_needs_one_shared_level():
+    text = "# 1 A\n## 1.1 B\n## 2 C\n"
+    assert [h.level for h in find_headings(text, RELEVEL)[0]] == [1, 2, 2]
+
+
+# -- 14 numbered -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 Scope\n\ntext\n\n1.1 Materials\n\nx\n", [(1, "1 Scope"), (2, "1.1 Materials")]),
+        ("1. Check the feet\n\n2. Check the rungs\n", []),  # ordered list items
+        ("1) Check\n", []),
+        ("3 Things are checked yearly.\n", []),  # ends with "."
+        ("4 Results:\n", []),
+        ("5 one two three four five six seven eight\n", []),  # 9 words
+        ("2023 Annual report\n", []),
+        ("1.2.3 4.5\n", []),  # no letter after the number
+        ("text\n1.1 Materials\n\nx\n", []),  # no blank line before
+        ("```\n1.1 In code\n```\n", []),
+        ("- 1.1 In list\n", []),
+        ("| 1.1 In table | x |\n|---|---|\n", []),
+        ("# Doc\n\n2.3.1 Results\n", [(1, "Doc"), (3, "2.3.1 Results")]),
+    ],
+)
+def test_numbered_variants(text, expected):
+    headings, _ = find_headings(text, NUMBERED)
+    assert [(h.level, h.title) for h in headings] == expected
+
+
+# -- HTML headings -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<h2>Results</h2>\n\ntext\n", [(2, "Results", 1)]),
+        ('<H3 class="x">A &amp; <em>B</em></H3>\n', [(3, "A & B", 1)]),
+        ("# Doc\n\n<h2>Part</h2>\n\n<p>x</p>\n", [(1, "Doc", 1), (2, "Part", 3)]),
+        ("```\n<h2>code</h2>\n```\n", []),
+        ("<h2>unclosed\n", []),
+        ("<h2></h2>\n", []),
+        ("text <h2>inline</h2>\n", []),
+    ],
+)
+def test_html_variants(text, expected):
+    headings, _ = find_headings(text, HTML)
+    assert [(h.level, h.title, h.line) for h in headings] == expected
+    assert find_headings(text)[0] == [h for h in headings if h.source != "html"]
+
+
+def test_modes_combine():
+    text = "## 1 A\n\n**Bold**\n\n## 1.1 B\n\n<h2>2 C</h2>\n\n2.1 D\n"
+    config = TreeConfig(bold_headings=True, numbered_headings=True, html_headings=True,
+                        relevel_numbered=True)
+    headings, _ = find_headings(text, config)
+    assert [(h.title, h.level, h.source) for h in headings] == [
+        ("1 A", 1, "atx"), ("Bold", 2, "bold"), ("1.1 B", 2, "atx"), ("2 C", 1, "html"),
+        ("2.1 D", 2, "numbered"),
+    ]
+
+
+# -- 15 tables ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "table",
+    [
+        "| # Part | Qty |\n|---|---|\n| ## Bolt | 4 |\n",
+        "Part | # Qty\n--- | ---\nBolt | ## 4\n",  # no outer pipes
+        "| # Part |\n| :-: |\n| # Bolt |\n",
+    ],
+)
+def test_table_cells_are_not_headings(table):
+    text = "# Top\n\n" + table + "\n## After\n"
+    assert [h.title for h in find_headings(text)[0]] == ["Top", "After"]
+
+
+def test_unpiped_row_starting_with_hash_is_a_heading():
+    # GFM: a body row is not a table row when it starts a block; "## Bolt | 4" is a heading.
+    text = "# Part | Qty\n--- | ---\n## Bolt | 4\n"
+    assert [(h.title, h.line) for h in find_headings(text)[0]] == [("Bolt | 4", 3)]
+
+
+def test_table_ends_at_a_heading():
+    text = "# Top\n\n| a | b |\n|---|---|\n| 1 | 2 |\n# Next\n"
+    assert [(h.title, h.line) for h in find_headings(text)[0]] == [("Top", 1), ("Next", 6)]
