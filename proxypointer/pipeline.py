@@ -13,18 +13,26 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .chunking import Chunk, chunk_document, document_hash
+from .chunking import Chunk, TokenCountCache, chunk_document, document_hash
 from .config import ProxyPointerConfig, config_to_dict
 from .embedding import Embedder, SentenceTransformerEmbedder
-from .errors import ConfigError, DocumentError, LockError, ProxyPointerError
-from .registry import Registry, tree_to_json
+from .errors import (
+    ConfigError,
+    DocumentError,
+    LockError,
+    ProxyPointerError,
+    StaleSourceError,
+    StoreError,
+)
+from .registry import DocumentRecord, Registry, tree_to_json
 from .store import ChromaStore
 from .tree import build_tree, read_document, split_lines
 
@@ -53,6 +61,7 @@ class IngestReport:
             indexed before is kept.
         seconds: Wall time of the run.
         stage_seconds: Time per stage: read, tree, chunking, embedding, store, registry.
+
     """
 
     documents: int = 0
@@ -98,6 +107,7 @@ class CheckReport:
         chunks: Live chunk ids in the registry.
         problems: One line per difference (empty when consistent).
         repaired: One line per repair made (``repair=True``).
+
     """
 
     documents: int = 0
@@ -122,6 +132,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[tuple[str, Path, Path | 
         ``(found, missing)``: ``found`` holds ``(doc_id, file, root)`` where ``doc_id`` is the
         path relative to the given folder without suffix, ``/``-separated (a file given
         directly: its stem; ``root`` None); ``missing`` holds ``(path, message)``.
+
     """
     found: dict[str, tuple[str, Path, Path | None]] = {}
     missing: list[tuple[str, str]] = []
@@ -168,6 +179,7 @@ class Index:
     Example:
         >>> index = Index("./.proxypointer")                  # doctest: +SKIP
         >>> print(index.ingest(["data/"]).summary())          # doctest: +SKIP
+
     """
 
     def __init__(
@@ -181,6 +193,8 @@ class Index:
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
         self._registry: Registry | None = None
         self._store: ChromaStore | None = None
+        self._store_generation = -1
+        self._writing = False
 
     # -- parts --------------------------------------------------------------------------
     @property
@@ -192,16 +206,36 @@ class Index:
 
     @property
     def store(self) -> ChromaStore:
-        """The Chroma collection adapter (opened on first use)."""
+        """The Chroma collection adapter (opened on first use).
+
+        In embedded mode it is reopened when another process has changed the index since it
+        was opened (the registry's generation moved), so a long-lived reader sees new
+        versions instead of its process's cached HNSW index (shared case 26).
+        """
+        if self._store is not None and not self._writing and self.config.store.mode == "persistent":
+            if self.registry.generation() != self._store_generation:
+                logger.debug("%s: the index changed since it was opened; reopening Chroma", self.root)
+                self._store.close()
+                self._store = None
         if self._store is None:
+            self._store_generation = self.registry.generation()
             self._store = ChromaStore(self.config.store, self.root)
         return self._store
 
     def close(self) -> None:
-        """Release the registry connection."""
+        """Release the registry connection and the Chroma client (reopened on next use)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         if self._registry is not None:
             self._registry.close()
             self._registry = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def pipeline_key(self) -> str:
@@ -210,11 +244,36 @@ class Index:
         key = json.dumps({"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}, sort_keys=True)
         return hashlib.sha1(key.encode()).hexdigest()[:8]
 
-    def _lock(self):
-        from filelock import FileLock
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's inter-process write lock (``<store>/write.lock``).
 
-        self.root.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root / "write.lock"), timeout=self.config.store.lock_timeout_s)
+        Waits up to ``store.lock_timeout_s`` for another writer, then raises LockError.
+        """
+        from filelock import FileLock, Timeout
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"{self.root}: cannot create the store folder ({err}); check the path") from err
+        lock_path = self.root / "write.lock"
+        lock = FileLock(str(lock_path), timeout=self.config.store.lock_timeout_s)
+        try:
+            lock.acquire()
+        except Timeout as err:
+            raise LockError(
+                f"{lock_path}: another process is writing to this store (waited "
+                f"{self.config.store.lock_timeout_s:g} s); run again when it has finished, or raise "
+                f"store.lock_timeout_s"
+            ) from err
+        self._writing = True
+        try:
+            yield
+        finally:
+            self._writing = False
+            if self._registry is not None:
+                self._store_generation = self._registry.generation()
+            lock.release()
 
     def _check_model(self) -> None:
         stored = self.registry.get_meta("model")
@@ -251,17 +310,10 @@ class Index:
                 ``store.lock_timeout_s``.
             StoreError: If Chroma cannot be opened or refuses a write.
             ConfigError: If the store was built with another model.
-        """
-        from filelock import Timeout
 
-        try:
-            with self._lock():
-                return self._ingest(paths, prune, show_progress, batch_chunks)
-        except Timeout as err:
-            raise LockError(
-                f"{self.root / 'write.lock'}: another process is writing to this store; "
-                f"wait for it to finish (waited {self.config.store.lock_timeout_s:g} s)"
-            ) from err
+        """
+        with self._locked():
+            return self._ingest(paths, prune, show_progress, batch_chunks)
 
     def _ingest(self, paths: Sequence[str | Path], prune: bool, show_progress: bool, batch_chunks: int) -> IngestReport:
         from tqdm import tqdm
@@ -275,7 +327,7 @@ class Index:
         report.failed.extend(missing)
         report.documents = len(found)
         key = self.pipeline_key
-        tokenizer = self.embedder.tokenizer
+        tokenizer = TokenCountCache(self.embedder.tokenizer)  # words counted once per run
         pending: list[_Prepared] = []
         n_pending = 0
         bar = tqdm(total=len(found), desc="ingest", unit="doc", disable=not show_progress, leave=False)
@@ -295,6 +347,7 @@ class Index:
             record = self.registry.get(doc_id)
             if record and record.state == "ready" and record.version == version:
                 self.registry.touch(doc_id, str(path.resolve()), stat.st_mtime, stat.st_size)
+                self.registry.save_source(doc_hash, text)  # a stat when present; heals a lost copy
                 report.unchanged += 1
                 bar.update(1)
                 continue
@@ -340,14 +393,14 @@ class Index:
         cached = self.registry.cached_embeddings(self.embedder.name, hashes)
         st["registry"] += time.perf_counter() - t
         todo: dict[str, str] = {}
-        for c, h in zip(chunks, hashes):
+        for c, h in zip(chunks, hashes, strict=True):
             if h not in cached and h not in todo:
                 todo[h] = c.embed_text
         if todo:
             t = time.perf_counter()
             vecs = self.embedder.encode(list(todo.values()))
             st["embedding"] += time.perf_counter() - t
-            fresh = dict(zip(todo.keys(), vecs))
+            fresh = dict(zip(todo.keys(), vecs, strict=True))
             t = time.perf_counter()
             self.registry.cache_embeddings(self.embedder.name, fresh)
             st["registry"] += time.perf_counter() - t
@@ -376,9 +429,14 @@ class Index:
                 if n:
                     self.store.add(d.chunks, vecs, source)
             except ProxyPointerError as err:
-                # Nothing of the new version is live; the next run removes what was written.
+                # Nothing of the new version is live; remove what was written (or leave it to
+                # the next run's repair if Chroma refuses that too). Vectors stay cached.
                 report.failed.append((str(d.path), str(err)))
                 logger.error("%s", err)
+                try:
+                    self._repair_one(self.registry.get(d.doc_id))
+                except ProxyPointerError as err2:
+                    logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
                 bar.update(1)
                 continue
             st["store"] += time.perf_counter() - t
@@ -405,24 +463,37 @@ class Index:
 
         Returns:
             One line per document repaired.
+
         """
         done: list[str] = []
         for rec in self.registry.documents():
-            if rec.state == "ready":
-                continue
-            live = self.registry.chunk_ids(rec.doc_id) if rec.version else set()
-            stray = [i for i in self.store.ids_where({"doc_id": rec.doc_id}) if i not in live]
-            if stray:
-                self.store.delete_ids(stray)
-            if rec.state == "deleting" or not rec.version:
-                self.registry.remove(rec.doc_id)
-                done.append(f"{rec.doc_id}: removed unfinished {'deletion' if rec.state == 'deleting' else 'first version'}")
-            else:
-                self.registry.finish(rec.doc_id)
-                done.append(f"{rec.doc_id}: kept live version {rec.version}, removed {len(stray)} stray chunks")
-        for line in done:
-            logger.warning("repaired %s", line)
+            line = self._repair_one(rec)
+            if line:
+                logger.warning("repaired %s", line)
+                done.append(line)
         return done
+
+    def _repair_one(self, rec: DocumentRecord | None) -> str:
+        """Settle one document left in ``writing``, ``cleanup`` or ``deleting``.
+
+        Chunks of any version but the live one are deleted; a document with no live version
+        is forgotten; one whose rewrite of the *same* content was interrupted is marked
+        ``stale`` so the next ingest completes it. Returns what was done ('' if nothing).
+        """
+        if rec is None or rec.state in ("ready", "stale"):
+            return ""
+        live = self.registry.chunk_ids(rec.doc_id) if rec.version else set()
+        stray = [i for i in self.store.ids_where({"doc_id": rec.doc_id}) if i not in live]
+        if stray:
+            self.store.delete_ids(stray)
+        if rec.state == "deleting" or not rec.version:
+            self.registry.remove(rec.doc_id)
+            what = "deletion" if rec.state == "deleting" else "first version"
+            return f"{rec.doc_id}: removed unfinished {what} ({len(stray)} chunks)"
+        self.registry.finish(rec.doc_id)
+        if rec.state == "writing" and rec.pending_hash == rec.doc_hash:
+            self.registry.mark_stale(rec.doc_id)  # a rewrite of the live version (check --repair)
+        return f"{rec.doc_id}: kept live version {rec.version}, removed {len(stray)} stray chunks"
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their chunks.
@@ -435,26 +506,24 @@ class Index:
 
         Raises:
             LockError: If another process holds the write lock.
-        """
-        from filelock import Timeout
 
-        try:
-            with self._lock():
-                removed = []
-                for doc_id in doc_ids:
-                    if self.registry.get(doc_id) is None:
-                        logger.warning("%s: no such document in %s", doc_id, self.root)
-                        continue
-                    self._delete_one(doc_id)
-                    removed.append(doc_id)
-                self.registry.prune_sources()
-                return removed
-        except Timeout as err:
-            raise LockError(f"{self.root / 'write.lock'}: another process is writing to this store") from err
+        """
+        with self._locked():
+            removed = []
+            for doc_id in dict.fromkeys(doc_ids):
+                if self.registry.get(doc_id) is None:
+                    logger.warning("%s: no such document in %s", doc_id, self.root)
+                    continue
+                self._delete_one(doc_id)
+                removed.append(doc_id)
+            self.registry.prune_sources()
+            return removed
 
     def _delete_one(self, doc_id: str) -> None:
+        """Hide (registry), delete chunks (Chroma), forget (registry); repair finishes a crash."""
+        registered = self.registry.chunk_ids(doc_id)
         self.registry.begin_delete(doc_id)
-        self.store.delete_ids(self.store.ids_where({"doc_id": doc_id}))
+        self.store.delete_ids(sorted(registered | set(self.store.ids_where({"doc_id": doc_id}))))
         self.registry.remove(doc_id)
 
     def _prune(self, paths: Sequence[str | Path], present: set[str]) -> int:
@@ -470,7 +539,7 @@ class Index:
         return n
 
     def status(self) -> dict[str, Any]:
-        """Counts, model, store, and sources that changed on disk since they were indexed."""
+        """Report counts, model, store, and sources that changed on disk since they were indexed."""
         stats = self.registry.stats()
         stale: list[dict[str, str]] = []
         for rec in self.registry.documents():
@@ -499,33 +568,94 @@ class Index:
     def check(self, repair: bool = False) -> CheckReport:
         """Verify registry, stored sources and Chroma against each other.
 
+        Takes the write lock (waits up to ``store.lock_timeout_s``), so the three parts are
+        compared while no writer is between steps. Checked: every document is settled
+        (``ready``); its stored source exists, hashes to its ``doc_hash`` and has
+        ``line_count`` lines; its registered chunks all exist in Chroma with the document's
+        live ``version`` and ``doc_hash`` and line pointers inside the stored text; Chroma holds
+        no chunk the registry does not list.
+
         Args:
-            repair: Also fix what can be fixed (stray chunks, unfinished writes); documents
-                with missing chunks or sources must be re-ingested.
+            repair: Also fix what can be fixed: finish interrupted runs, delete unregistered
+                chunks, and mark documents whose chunks or stored source are missing
+                ``stale`` so that the next ingest of their files rewrites them.
 
         Returns:
-            A report listing every difference.
+            A report listing every difference found (before repairs) and each repair made.
+
+        Raises:
+            LockError: If a writer holds the lock past ``store.lock_timeout_s``.
+            StoreError: If Chroma cannot be read.
+
         """
+        with self._locked():
+            return self._check(repair)
+
+    def _check(self, repair: bool) -> CheckReport:
         rep = CheckReport()
-        docs = self.registry.documents()
+        reg = self.registry
+        docs = reg.documents()
         rep.documents = len(docs)
-        live = self.registry.chunk_ids()
+        live = reg.chunk_ids()
         rep.chunks = len(live)
+        meta = self.store.all_metadata()
+        to_mark: list[str] = []
         for rec in docs:
             if rec.state != "ready":
-                rep.problems.append(f"{rec.doc_id}: unfinished {rec.state} (interrupted run)")
-            if rec.version and not self.registry.source_file(rec.doc_hash).exists():
+                what = "needs re-ingest" if rec.state == "stale" else "interrupted run"
+                rep.problems.append(f"{rec.doc_id}: state {rec.state} ({what})")
+            if not rec.version:
+                continue
+            broken = False
+            lines = 0
+            try:
+                text = reg.load_source(rec.doc_hash)
+            except StaleSourceError:
                 rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} is missing; re-ingest it")
-        in_chroma = set(self.store.all_ids())
-        missing = live - in_chroma
-        stray = in_chroma - live
-        if missing:
-            rep.problems.append(f"{len(missing)} registered chunks are missing from Chroma (e.g. {sorted(missing)[0]})")
+                broken = True
+            else:
+                lines = len(split_lines(text))
+                if document_hash(text) != rec.doc_hash:
+                    rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} does not match its hash")
+                    broken = True
+                elif lines != rec.line_count:
+                    rep.problems.append(f"{rec.doc_id}: stored source has {lines} lines, registry says {rec.line_count}")
+            ids = reg.chunk_ids(rec.doc_id)
+            if len(ids) != rec.n_chunks:
+                rep.problems.append(f"{rec.doc_id}: {len(ids)} chunks registered, record says {rec.n_chunks}")
+            absent = sorted(i for i in ids if i not in meta)
+            if absent:
+                rep.problems.append(f"{rec.doc_id}: {len(absent)} registered chunks missing from Chroma (e.g. {absent[0]})")
+                broken = True
+            for cid in sorted(ids - set(absent)):
+                m = meta[cid]
+                if m.get("doc_id") != rec.doc_id or m.get("version") != rec.version or m.get("doc_hash") != rec.doc_hash:
+                    rep.problems.append(f"{rec.doc_id}: chunk {cid} has version {m.get('version')!r}, "
+                                        f"registry says {rec.version!r}")
+                    broken = True
+                    break
+                start, end = m.get("start_line"), m.get("end_line")
+                if lines and not (isinstance(start, int) and isinstance(end, int) and 1 <= start <= end <= lines):
+                    rep.problems.append(f"{rec.doc_id}: chunk {cid} points at lines {start}-{end} of {lines}")
+                    broken = True
+                    break
+            if broken:
+                to_mark.append(rec.doc_id)
+        stray = sorted(set(meta) - live)
         if stray:
-            rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {sorted(stray)[0]})")
+            rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {stray[0]})")
         if repair:
             rep.repaired.extend(self.repair())
-            if stray:
-                self.store.delete_ids(sorted(stray - self.registry.chunk_ids()))
-                rep.repaired.append(f"deleted {len(stray)} stray chunks")
+            left = sorted(set(self.store.all_ids()) - reg.chunk_ids())
+            if left:
+                self.store.delete_ids(left)
+                rep.repaired.append(f"deleted {len(left)} unregistered chunks")
+            for doc_id in to_mark:
+                reg.mark_stale(doc_id)
+                rep.repaired.append(f"{doc_id}: marked stale; the next ingest of its file rewrites it")
+            removed = reg.prune_sources()
+            if removed:
+                rep.repaired.append(f"removed {removed} unreferenced stored sources")
+        for line in rep.problems:
+            logger.info("check: %s", line)
         return rep

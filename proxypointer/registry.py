@@ -1,8 +1,9 @@
-"""The registry: which version of each document is indexed, plus stored sources and the
-embedding cache. One SQLite file (WAL) and a content-addressed folder beside the store.
+"""The registry: which version of each document is indexed, stored sources, embedding cache.
+
+One SQLite file (WAL) and a content-addressed folder beside the store.
 
 The registry is the source of truth for *which* chunks are live: a Chroma hit counts only
-if its ``doc_hash`` equals the registry's for its document. Writing a new version therefore
+if its ``version`` metadata equals the registry's live version of its document. Writing a new version therefore
 never mixes versions: new chunks (new ids) are added first, the registry flips in one
 transaction, then the old chunks are deleted. A crash at any point leaves the document at
 its old or its new version; ``state`` records what the next run must repair.
@@ -36,7 +37,7 @@ CREATE TABLE IF NOT EXISTS documents (
     doc_hash TEXT NOT NULL,          -- content hash of the live version ('' while none)
     version TEXT NOT NULL,           -- live index version: chunks carry it ('' while none)
     pending_hash TEXT NOT NULL,      -- content hash being written ('' when none)
-    state TEXT NOT NULL,             -- ready | writing | cleanup | deleting
+    state TEXT NOT NULL,             -- ready | writing | cleanup | deleting | stale
     title TEXT NOT NULL,
     line_count INTEGER NOT NULL,
     n_sections INTEGER NOT NULL,
@@ -72,7 +73,8 @@ class DocumentRecord:
         version: Index version of the live chunks (content + pipeline settings).
         pending_hash: Version being written when a run stopped ('' when none).
         state: ``ready``, ``writing`` (new chunks may be partly written), ``cleanup`` (old
-            chunks may remain) or ``deleting``.
+            chunks may remain), ``deleting``, or ``stale`` (live, but ``check --repair``
+            found parts missing: the next ingest rewrites it).
         title: Display title.
         line_count: Lines of the stored text.
         n_sections: Nodes in its tree (windows for a document without headings).
@@ -80,6 +82,7 @@ class DocumentRecord:
         source_mtime: mtime of the file when indexed (seconds since the epoch).
         source_size: Size of the file when indexed, bytes.
         indexed_at: When the live version was committed (seconds since the epoch).
+
     """
 
     doc_id: str
@@ -105,6 +108,7 @@ class Registry:
 
     Raises:
         StoreError: If the folder cannot be created or the database cannot be opened.
+
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -135,7 +139,7 @@ class Registry:
 
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A stored setting (e.g. ``model``), or None."""
+        """Return a stored setting (e.g. ``model``), or None."""
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
@@ -143,9 +147,26 @@ class Registry:
         """Store a setting."""
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def generation(self) -> int:
+        """Counter bumped by every change of which chunks are live (commit, delete).
+
+        A reader compares it with the value it saw when it opened Chroma and reopens the
+        collection when another process has written since (embedded mode caches the HNSW
+        index per process; shared case 26).
+        """
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _bump(db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT(key)"
+            " DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+        )
+
     # -- documents ----------------------------------------------------------------------
     def get(self, doc_id: str) -> DocumentRecord | None:
-        """The record of one document, or None."""
+        """Return the record of one document, or None."""
         row = self._db.execute(f"SELECT {_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         return DocumentRecord(*row) if row else None
 
@@ -203,6 +224,7 @@ class Registry:
         Returns:
             Chunk ids of the previous version, which the caller deletes from Chroma before
             calling :meth:`finish` (state stays ``cleanup`` until then).
+
         """
         with self.transaction() as db:
             old = [r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
@@ -219,29 +241,46 @@ class Registry:
                 (source_path, doc_hash, version, title, line_count, n_sections, len(chunk_ids), source_mtime,
                  source_size, time.time(), tree_json, doc_id),
             )
+            self._bump(db)
         new = set(chunk_ids)
         return [c for c in old if c not in new]
 
     def touch(self, doc_id: str, source_path: str, source_mtime: float, source_size: int) -> None:
-        """Record a new path/mtime for an unchanged document (no re-index needed)."""
+        """Record a new path/mtime for an unchanged document (no re-index needed).
+
+        Writes only when something differs, so a sync of an unchanged corpus writes nothing.
+        """
         self._db.execute(
-            "UPDATE documents SET source_path = ?, source_mtime = ?, source_size = ? WHERE doc_id = ?",
-            (source_path, source_mtime, source_size, doc_id),
+            "UPDATE documents SET source_path = ?, source_mtime = ?, source_size = ? WHERE doc_id = ?"
+            " AND (source_path != ? OR source_mtime != ? OR source_size != ?)",
+            (source_path, source_mtime, source_size, doc_id, source_path, source_mtime, source_size),
         )
 
     def finish(self, doc_id: str) -> None:
         """Mark a document ``ready`` (its old chunks are gone)."""
         self._db.execute("UPDATE documents SET state = 'ready', pending_hash = '' WHERE doc_id = ?", (doc_id,))
 
+    def mark_stale(self, doc_id: str) -> None:
+        """Mark a live document for re-indexing.
+
+        Used when ``check --repair`` found chunks or its stored source missing: it stays
+        retrievable, and the next ingest of its file rewrites it even though the file is
+        unchanged.
+        """
+        self._db.execute("UPDATE documents SET state = 'stale' WHERE doc_id = ? AND version != ''", (doc_id,))
+
     def begin_delete(self, doc_id: str) -> None:
         """Mark a document as being deleted; retrieval stops returning it at once."""
-        self._db.execute("UPDATE documents SET state = 'deleting', version = '' WHERE doc_id = ?", (doc_id,))
+        with self.transaction() as db:
+            db.execute("UPDATE documents SET state = 'deleting', version = '' WHERE doc_id = ?", (doc_id,))
+            self._bump(db)
 
     def remove(self, doc_id: str) -> None:
         """Forget a document (after its chunks were deleted from Chroma)."""
         with self.transaction() as db:
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            self._bump(db)
 
     def chunk_ids(self, doc_id: str | None = None) -> set[str]:
         """Live chunk ids of one document, or of all documents."""
@@ -250,7 +289,7 @@ class Registry:
         return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))}
 
     def tree_json(self, doc_id: str) -> str:
-        """The stored skeleton tree (JSON) of the live version, '' if none."""
+        """Return the stored skeleton tree (JSON) of the live version, '' if none."""
         row = self._db.execute("SELECT tree_json FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         return row[0] if row else ""
 
@@ -277,14 +316,16 @@ class Registry:
             raise
 
     def load_source(self, doc_hash: str) -> str:
-        """The stored text of a version.
+        """Return the stored text of a version.
 
         Raises:
             StaleSourceError: If the stored copy is missing (run ``proxypointer check``).
+
         """
         path = self.source_file(doc_hash)
         try:
-            return path.read_text(encoding="utf-8")
+            with path.open(encoding="utf-8", newline="") as fh:  # exact: no newline translation
+                return fh.read()
         except FileNotFoundError as err:
             raise StaleSourceError(f"{path}: stored source is missing; run `proxypointer check` and re-ingest") from err
 
@@ -301,7 +342,7 @@ class Registry:
 
     # -- embedding cache ----------------------------------------------------------------
     def cached_embeddings(self, model: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
-        """Cached vectors by content hash (float32 ``(dim,)`` each) for one model."""
+        """Return cached vectors by content hash (float32 ``(dim,)`` each) for one model."""
         out: dict[str, np.ndarray] = {}
         uniq = list(set(content_hashes))
         for i in range(0, len(uniq), 500):
@@ -323,12 +364,12 @@ class Registry:
             )
 
     def stats(self) -> dict[str, int]:
-        """Counts: documents, sections, chunks, cached embeddings, documents not ready."""
+        """Count documents, sections, chunks, cached embeddings, documents not ready."""
         docs, sections, chunks = self._db.execute(
             "SELECT COUNT(*), COALESCE(SUM(n_sections), 0), COALESCE(SUM(n_chunks), 0) FROM documents"
             " WHERE version != ''"
         ).fetchone()
-        pending = self._db.execute("SELECT COUNT(*) FROM documents WHERE state != 'ready'").fetchone()[0]
+        pending = self._db.execute("SELECT COUNT(*) FROM documents WHERE state NOT IN ('ready', 'stale')").fetchone()[0]
         cached = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
         return {"documents": docs, "sections": sections, "chunks": chunks, "cached_embeddings": cached,
                 "not_ready": pending}

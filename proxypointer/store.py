@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ import numpy as np
 
 from .chunking import Chunk
 from .config import StoreConfig
-from .errors import ConfigError, MissingDependencyError, StoreError
+from .errors import ConfigError, MissingDependencyError, ProxyPointerError, StoreError
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -70,6 +70,7 @@ class Hit:
         text: Chunk text as stored.
         metadata: Its pointer metadata (see :func:`chunk_metadata`).
         score: Cosine similarity, ``1 - distance``; higher is better.
+
     """
 
     chunk_id: str
@@ -88,13 +89,41 @@ class ChromaStore:
     Raises:
         StoreError: If Chroma cannot be opened or reached.
         MissingDependencyError: If chromadb is not installed.
+
     """
 
     def __init__(self, config: StoreConfig, root: str | Path) -> None:
         self.config = config
         self.root = Path(root)
+        #: Optional cap below Chroma's own max batch size (tests lower it to force several
+        #: write batches per document); ``None`` uses ``client.get_max_batch_size()``.
+        self.batch_limit: int | None = None
         self._client: ClientAPI | None = None
         self._collection: Collection | None = None
+        self._max_batch: int | None = None
+
+    @property
+    def where(self) -> str:
+        """``http://host:port`` of the server, or the folder of the embedded store."""
+        cfg = self.config
+        if cfg.mode == "http":
+            return f"{'https' if cfg.ssl else 'http'}://{cfg.host}:{cfg.port}"
+        return str(self.root / "chroma")
+
+    def close(self) -> None:
+        """Release the client; the next use opens a fresh one.
+
+        An embedded client caches the HNSW index in memory, so a process that reads while
+        another one writes sees the other's writes only after reopening (shared case 26).
+        Chroma shares one in-memory system per folder and process: it is really reopened only
+        when no other open client of this process uses the same folder.
+        """
+        client, self._client, self._collection, self._max_batch = self._client, None, None, None
+        if client is not None and hasattr(client, "close"):
+            try:
+                client.close()
+            except Exception as err:  # closing must never mask the caller's own error
+                logger.debug("closing Chroma client at %s: %s", self.where, err)
 
     @property
     def client(self) -> ClientAPI:
@@ -126,29 +155,54 @@ class ChromaStore:
             except ConfigError:
                 raise
             except Exception as err:  # chromadb raises many unrelated types on connect/open
-                where = f"{cfg.host}:{cfg.port}" if cfg.mode == "http" else str(self.root / "chroma")
-                raise StoreError(f"{where}: cannot open Chroma ({type(err).__name__}: {err})") from err
+                hint = "is `chroma run` up and reachable?" if cfg.mode == "http" else "check the folder"
+                raise StoreError(f"{self.where}: cannot open Chroma ({type(err).__name__}: {err}); {hint}") from err
         return self._client
 
     @property
     def collection(self) -> Collection:
         """The collection, created with cosine space and no embedding function."""
         if self._collection is None:
-            self._collection = self.client.get_or_create_collection(
-                name=self.config.collection,
-                embedding_function=None,
-                metadata={"hnsw:space": "cosine"},
-            )
+            client = self.client
+            try:
+                self._collection = client.get_or_create_collection(
+                    name=self.config.collection,
+                    embedding_function=None,
+                    metadata={"hnsw:space": "cosine"},
+                )
+            except ProxyPointerError:
+                raise
+            except Exception as err:  # invalid name, server error, corrupt folder
+                raise StoreError(
+                    f"{self.where}: cannot open collection {self.config.collection!r} "
+                    f"({type(err).__name__}: {err}); check store.collection"
+                ) from err
         return self._collection
 
     @property
     def max_batch(self) -> int:
-        """Records per write call: ``client.get_max_batch_size()`` (5,461 here, STACK.md)."""
-        return int(self.client.get_max_batch_size())
+        """Records per write or read call.
+
+        ``client.get_max_batch_size()`` (5,461 here, STACK.md; asked once per client), capped
+        by :attr:`batch_limit` when set.
+        """
+        if self._max_batch is None:
+            try:
+                self._max_batch = int(self.client.get_max_batch_size())
+            except Exception as err:  # see client
+                raise StoreError(f"{self.where}: cannot ask Chroma for its max batch size ({err})") from err
+        if self.batch_limit is not None:
+            return max(1, min(self._max_batch, self.batch_limit))
+        return self._max_batch
 
     def count(self) -> int:
-        """Records in the collection."""
-        return int(self.collection.count())
+        """Count the records in the collection."""
+        try:
+            return int(self.collection.count())
+        except ProxyPointerError:
+            raise
+        except Exception as err:  # see add
+            raise StoreError(f"{self.where}: cannot count the collection ({err})") from err
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, source_path: str) -> None:
         """Write chunks with their vectors, in batches.
@@ -160,6 +214,7 @@ class ChromaStore:
 
         Raises:
             StoreError: If Chroma refuses a batch; the message names the document.
+
         """
         step = self.max_batch
         for i in range(0, len(chunks), step):
@@ -171,42 +226,54 @@ class ChromaStore:
                     documents=[c.text for c in part],
                     metadatas=[chunk_metadata(c, source_path) for c in part],
                 )
+            except ProxyPointerError:
+                raise
             except Exception as err:  # chromadb raises ValueError, InternalError, HTTP errors
                 raise StoreError(f"{source_path}: Chroma refused a write ({type(err).__name__}: {err})") from err
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         """Delete records by id, in batches; unknown ids are ignored."""
         step = self.max_batch
-        ids = list(ids)
+        ids = list(dict.fromkeys(ids))
         for i in range(0, len(ids), step):
             try:
                 self.collection.delete(ids=ids[i : i + step])
+            except ProxyPointerError:
+                raise
             except Exception as err:  # see add
-                raise StoreError(f"{self.config.collection}: Chroma refused a delete ({err})") from err
+                raise StoreError(f"{self.where}: Chroma refused a delete from {self.config.collection!r} ({err})") from err
+
+    def _paged(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
+        """``collection.get`` page by page (at most :attr:`max_batch` records each)."""
+        step = self.max_batch
+        offset = 0
+        while True:
+            try:
+                got = self.collection.get(where=where or None, include=include, limit=step, offset=offset)
+            except ProxyPointerError:
+                raise
+            except Exception as err:  # see add
+                raise StoreError(f"{self.where}: cannot read the collection ({err})") from err
+            yield got
+            if len(got["ids"]) < step:
+                return
+            offset += step
 
     def ids_where(self, where: dict[str, Any]) -> list[str]:
         """Ids of every record matching a metadata filter (paged)."""
-        out: list[str] = []
-        step = self.max_batch
-        offset = 0
-        while True:
-            got = self.collection.get(where=where, include=[], limit=step, offset=offset)
-            out.extend(got["ids"])
-            if len(got["ids"]) < step:
-                return out
-            offset += step
+        return [i for page in self._paged(where, []) for i in page["ids"]]
 
     def all_ids(self) -> list[str]:
         """Every id in the collection (paged)."""
-        out: list[str] = []
-        step = self.max_batch
-        offset = 0
-        while True:
-            got = self.collection.get(include=[], limit=step, offset=offset)
-            out.extend(got["ids"])
-            if len(got["ids"]) < step:
-                return out
-            offset += step
+        return [i for page in self._paged(None, []) for i in page["ids"]]
+
+    def all_metadata(self) -> dict[str, dict[str, Any]]:
+        """``id -> metadata`` of every record (paged; for ``Index.check``)."""
+        out: dict[str, dict[str, Any]] = {}
+        for page in self._paged(None, ["metadatas"]):
+            for i, m in zip(page["ids"], page["metadatas"] or [None] * len(page["ids"]), strict=True):
+                out[i] = dict(m or {})
+        return out
 
     def query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
         """Nearest chunks to one query vector, best first.
@@ -218,25 +285,34 @@ class ChromaStore:
 
         Returns:
             Up to ``n`` hits with cosine similarity scores.
+
         """
         total = self.count()
         if total == 0:
             return []
-        res = self.collection.query(
-            query_embeddings=[np.asarray(vector, dtype=np.float32)],
-            n_results=min(n, total),
-            where=where or None,
-            include=["documents", "metadatas", "distances"],
-        )
+        collection = self.collection
+        try:
+            res = collection.query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32)],
+                n_results=min(n, total),
+                where=where or None,
+                include=["documents", "metadatas", "distances"],
+            )
+        except Exception as err:  # see add
+            raise StoreError(f"{self.where}: query failed ({type(err).__name__}: {err})") from err
         ids = res["ids"][0]
         docs = res["documents"][0] if res.get("documents") else [""] * len(ids)
         metas = res["metadatas"][0] if res.get("metadatas") else [{}] * len(ids)
         dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
-        return [Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists)]
+        return [Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists, strict=True)]
 
     def get(self, ids: Sequence[str]) -> list[Hit]:
-        """Records by id (score 0), in the order Chroma returns them."""
+        """Get records by id (score 0), in the order Chroma returns them."""
         if not ids:
             return []
-        res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
-        return [Hit(i, d or "", dict(m or {}), 0.0) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
+        collection = self.collection
+        try:
+            res = collection.get(ids=list(ids), include=["documents", "metadatas"])
+        except Exception as err:  # see add
+            raise StoreError(f"{self.where}: cannot read records ({err})") from err
+        return [Hit(i, d or "", dict(m or {}), 0.0) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)]

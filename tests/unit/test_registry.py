@@ -1,0 +1,117 @@
+"""Registry: version flips, generation counter, stored sources, embedding cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from proxypointer.errors import StaleSourceError
+from proxypointer.registry import Registry
+
+
+@pytest.fixture
+def reg(tmp_path):
+    r = Registry(tmp_path / "store")
+    yield r
+    r.close()
+
+
+def commit(reg, doc_id, h, version, ids):
+    return reg.commit_version(doc_id, source_path=f"/x/{doc_id}.md", doc_hash=h, version=version, title="T",
+                              line_count=3, n_sections=1, chunk_ids=ids, source_mtime=1.0, source_size=10)
+
+
+def test_write_flow_flips_versions_in_one_step(reg):
+    g0 = reg.generation()
+    reg.begin_write("d", "/x/d.md", "h1")
+    rec = reg.get("d")
+    assert (rec.state, rec.version, rec.pending_hash) == ("writing", "", "h1")
+    assert reg.live_versions(["d"]) == {}  # a first version is invisible until committed
+    assert commit(reg, "d", "h1", "v1", ["d::v1::n::0000"]) == []
+    assert reg.get("d").state == "cleanup" and reg.generation() == g0 + 1
+    reg.finish("d")
+    assert reg.live_versions(["d"]) == {"d": ("v1", "h1")}
+    reg.begin_write("d", "/x/d.md", "h2")
+    assert reg.live_versions(["d"]) == {"d": ("v1", "h1")}  # old version stays live while writing
+    old = commit(reg, "d", "h2", "v2", ["d::v2::n::0000", "d::v2::m::0000"])
+    assert old == ["d::v1::n::0000"]
+    assert reg.chunk_ids("d") == {"d::v2::n::0000", "d::v2::m::0000"}
+    reg.finish("d")
+    rec = reg.get("d")
+    assert (rec.state, rec.version, rec.doc_hash, rec.n_chunks, rec.pending_hash) == ("ready", "v2", "h2", 2, "")
+
+
+def test_delete_flow_hides_first_then_forgets(reg):
+    reg.begin_write("d", "/x/d.md", "h1")
+    commit(reg, "d", "h1", "v1", ["c1"])
+    reg.finish("d")
+    g = reg.generation()
+    reg.begin_delete("d")
+    assert reg.live_versions(["d"]) == {} and reg.get("d").state == "deleting"
+    reg.remove("d")
+    assert reg.get("d") is None and reg.chunk_ids() == set() and reg.generation() == g + 2
+
+
+def test_generation_is_seen_by_another_connection(tmp_path):
+    a, b = Registry(tmp_path), Registry(tmp_path)
+    g = b.generation()
+    a.begin_write("d", "/x/d.md", "h1")
+    commit(a, "d", "h1", "v1", ["c1"])
+    assert b.generation() == g + 1
+    assert b.live_versions(["d"]) == {"d": ("v1", "h1")}
+    a.close()
+    b.close()
+
+
+def test_touch_writes_only_on_change(reg):
+    reg.begin_write("d", "/x/d.md", "h1")
+    commit(reg, "d", "h1", "v1", ["c1"])
+    changes = reg._db.total_changes
+    reg.touch("d", "/x/d.md", 1.0, 10)
+    assert reg._db.total_changes == changes
+    reg.touch("d", "/y/d.md", 2.0, 11)
+    rec = reg.get("d")
+    assert (rec.source_path, rec.source_mtime, rec.source_size) == ("/y/d.md", 2.0, 11)
+
+
+def test_mark_stale_keeps_the_document_live(reg):
+    reg.begin_write("d", "/x/d.md", "h1")
+    commit(reg, "d", "h1", "v1", ["c1"])
+    reg.finish("d")
+    reg.mark_stale("d")
+    assert reg.get("d").state == "stale" and reg.live_versions(["d"]) == {"d": ("v1", "h1")}
+    assert reg.stats()["not_ready"] == 0
+
+
+def test_sources_are_content_addressed_and_pruned(reg):
+    text = "# A\r\nnot normalised here\n"
+    reg.save_source("abc123", text)
+    reg.save_source("abc123", "ignored: already stored")
+    assert reg.load_source("abc123") == text  # newline="" keeps bytes exact
+    assert not list((reg.root / "sources").glob("*/*.tmp"))
+    reg.begin_write("d", "/x/d.md", "abc123")
+    assert reg.prune_sources() == 0  # pending version is kept
+    reg.remove("d")
+    assert reg.prune_sources() == 1
+    with pytest.raises(StaleSourceError, match="proxypointer check"):
+        reg.load_source("abc123")
+
+
+def test_embedding_cache_round_trip(reg):
+    v = np.arange(4, dtype=np.float32)
+    reg.cache_embeddings("m", {"h1": v, "h2": v * 2})
+    got = reg.cached_embeddings("m", ["h1", "h2", "h3", "h1"])
+    assert set(got) == {"h1", "h2"} and got["h2"].dtype == np.float32
+    assert np.array_equal(got["h2"], v * 2)
+    assert reg.cached_embeddings("other-model", ["h1"]) == {}
+    many = {f"k{i}": v for i in range(1200)}  # more than one IN (...) page
+    reg.cache_embeddings("m", many)
+    assert len(reg.cached_embeddings("m", list(many))) == 1200
+
+
+def test_stats(reg):
+    reg.begin_write("d", "/x/d.md", "h1")
+    assert reg.stats()["not_ready"] == 1 and reg.stats()["documents"] == 0
+    commit(reg, "d", "h1", "v1", ["c1", "c2"])
+    reg.finish("d")
+    assert reg.stats() == {"documents": 1, "sections": 1, "chunks": 2, "cached_embeddings": 0, "not_ready": 0}

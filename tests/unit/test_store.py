@@ -1,0 +1,110 @@
+"""Chroma adapter: scalar metadata, batching, paging, close/reopen, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+
+import numpy as np
+import pytest
+
+from proxypointer.chunking import Chunk
+from proxypointer.config import StoreConfig
+from proxypointer.errors import StoreError
+from proxypointer.store import ChromaStore, chunk_metadata
+
+SCALAR = (str, int, float, bool)
+
+
+def chunk(i: int, doc: str = "d", text: str = "same text") -> Chunk:
+    return Chunk(chunk_id=f"{doc}::v1::n{i}::0000", doc_id=doc, doc_hash="h" * 64, version="v1", node_id=f"n{i}",
+                 chunk_index=0, kind="heading", title="T", level=2, parent_id="", breadcrumb=("Doc", "T"),
+                 start_line=1, end_line=2, body_end_line=2, chunk_start_line=2, chunk_end_line=2, text=text,
+                 embed_text=f"Doc > T\n{text}", n_tokens=5)
+
+
+def vecs(n: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    v = rng.random((n, 8), dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ChromaStore(StoreConfig(), tmp_path)
+    yield s
+    s.close()
+
+
+def test_chunk_metadata_is_scalar_only():
+    m = chunk_metadata(chunk(1), "/x/d.md")
+    assert m and all(type(v) in SCALAR for v in m.values())
+    assert m["parent_id"] == "" and m["breadcrumb_json"] == '["Doc", "T"]'
+
+
+def test_add_is_batched_and_ids_unique_for_identical_text(store, monkeypatch):
+    store.batch_limit = 3
+    sizes = []
+    real = type(store.collection).upsert
+
+    def spy(self, **kw):
+        sizes.append(len(kw["ids"]))
+        return real(self, **kw)
+
+    monkeypatch.setattr(type(store.collection), "upsert", spy)
+    chunks = [chunk(i) for i in range(8)]  # identical text, distinct ids
+    store.add(chunks, vecs(8), "/x/d.md")
+    assert sizes == [3, 3, 2] and store.count() == 8
+    got = store.all_metadata()
+    assert len(got) == 8 and all(type(v) in SCALAR for m in got.values() for v in m.values())
+    assert sorted(store.ids_where({"doc_id": "d"})) == sorted(c.chunk_id for c in chunks)
+    store.delete_ids([c.chunk_id for c in chunks[:5]] + [chunks[0].chunk_id, "unknown"])
+    assert store.count() == 3
+
+
+def test_max_batch_comes_from_the_client(store):
+    assert store.max_batch == store.client.get_max_batch_size() > 0
+    store.batch_limit = 10
+    assert store.max_batch == 10
+
+
+def test_query_caps_n_and_scores_are_similarities(store):
+    store.add([chunk(i) for i in range(3)], vecs(3), "/x/d.md")
+    hits = store.query(vecs(3)[0], n=50)
+    assert len(hits) == 3 and hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    assert ChromaStore(StoreConfig(collection="empty-one"), store.root).query(vecs(1)[0], 5) == []
+
+
+def test_close_then_reuse_reopens(store):
+    store.add([chunk(1)], vecs(1), "/x/d.md")
+    store.close()
+    store.close()  # twice is harmless
+    assert store.count() == 1
+
+
+def test_bad_collection_name_is_a_store_error(tmp_path):
+    s = ChromaStore(StoreConfig(collection="x"), tmp_path)
+    with pytest.raises(StoreError, match="store.collection"):
+        s.count()
+
+
+def test_unreachable_server_is_a_store_error(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = dataclasses.replace(StoreConfig(), mode="http", port=port)
+    s = ChromaStore(cfg, tmp_path)
+    assert s.where == f"http://127.0.0.1:{port}"
+    with pytest.raises(StoreError, match=f"127.0.0.1:{port}: cannot open Chroma"):
+        s.count()
+    assert not (tmp_path / "chroma").exists()
+
+
+def test_missing_token_env_is_a_config_error(tmp_path, monkeypatch):
+    from proxypointer.errors import ConfigError
+
+    monkeypatch.delenv("PP_TEST_TOKEN", raising=False)
+    cfg = dataclasses.replace(StoreConfig(), mode="http", token_env="PP_TEST_TOKEN")
+    with pytest.raises(ConfigError, match="PP_TEST_TOKEN"):
+        ChromaStore(cfg, tmp_path).count()
