@@ -1,4 +1,4 @@
-"""Command line: ``proxypointer ingest | query | tree | status | delete | check``.
+"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check``.
 
 A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
 1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
@@ -58,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
     p.add_argument("--prefix", metavar="PREFIX", help="search only documents whose doc_id starts with PREFIX")
     p.add_argument("--json", action="store_true", help="print a JSON list of sections")
+    p.add_argument("--refs", action="store_true",
+                   help="also add the sections they cite ('see Appendix G') and look up labels named in the "
+                        "question (default: retrieval.follow_references)")
+    _add_store_args(p)
+
+    p = sub.add_parser("ask", help="answer a question from the best sections, with citations (needs an llm: config)")
+    p.add_argument("question", help="the question")
+    p.add_argument("-k", type=int, default=None, help="number of sections shown to the model (default: retrieval.k, 5)")
+    p.add_argument("--session", metavar="NAME", help="keep a conversation: follow-ups use earlier turns (stored in the store folder)")
+    p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
+    p.add_argument("--prefix", metavar="PREFIX", help="search only documents whose doc_id starts with PREFIX")
+    p.add_argument("--json", action="store_true", help="print the answer (or, without an LLM, the context) as JSON")
     _add_store_args(p)
 
     p = sub.add_parser("tree", help="show the skeleton tree of markdown files")
@@ -66,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
     p.add_argument("--check", action="store_true", help="report trees that look wrong before indexing")
+    p.add_argument("--refs", action="store_true",
+                   help="list cross-references ('see Note 14'): line, label, resolved target or 'unresolved'")
     p.add_argument("--config", metavar="FILE", help="YAML config")
     _add_tree_flags(p)
 
@@ -81,7 +95,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="remove stray chunks and finish interrupted runs")
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
+    _add_eval_parser(sub)
     return parser
+
+
+def _add_eval_parser(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = sub.add_parser("eval", help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
+    p.add_argument("--benchmark", required=True, metavar="DIR", help="folder with docs/*.md and questions.jsonl")
+    p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
+    p.add_argument("--scope", action="append", choices=["doc", "corpus"],
+                   help="doc: search the question's document only; corpus: all (repeatable; default both)")
+    p.add_argument("--query-template", metavar="TEMPLATE",
+                   help="query for every scope, with {question} and {title} (default: '{question}' for doc, "
+                        "'{title}. {question}' for corpus)")
+    p.add_argument("--k", type=int, default=5, help="headline cut-off (hit@1/3/5, MRR@10 always reported)")
+    p.add_argument("--budgets", default="500,1000,2000,4000", metavar="B,B",
+                   help="context budgets in word pieces of the model's tokenizer (default 500,1000,2000,4000)")
+    p.add_argument("--limit-docs", type=int, default=0, metavar="N", help="first N documents only (0: all)")
+    p.add_argument("--systems", default=",".join(("proxypointer", "flat", "flat-title", "sections-no-breadcrumb",
+                                                 "bm25-sections")), help="comma-separated systems")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap samples for 95%% intervals")
+    p.add_argument("--cache", default=".proxypointer/eval-cache", metavar="DIR", help="folder of per-system stores")
+    p.add_argument("--json", metavar="OUT", help="write results as JSON (and OUT's .md and .png beside it)")
+    p.add_argument("--plot", metavar="PNG", help="write the budget plot here")
 
 
 def _config(args: argparse.Namespace):
@@ -123,7 +159,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import Retriever
 
-    sections = Retriever(_index(args)).retrieve(args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix)
+    index = _index(args)
+    retriever = Retriever(index)
+    if args.refs or index.config.retrieval.follow_references:
+        sections = retriever.retrieve_with_references(args.question, k=args.k, doc_ids=args.doc,
+                                                      source_prefix=args.prefix)
+    else:
+        sections = retriever.retrieve(args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix)
     if args.json:
         print(json.dumps([s.to_dict() for s in sections], indent=2, ensure_ascii=False))
         return 0
@@ -132,9 +174,51 @@ def _cmd_query(args: argparse.Namespace) -> int:
     for rank, s in enumerate(sections, 1):
         print(f"[{rank}] {s.citation}  score={s.score:.3f}")
         print(f"    {' > '.join(s.breadcrumb)}")
+        if s.reached_via:
+            print(f"    reached via {s.reached_via} -> {s.title} (L{s.start_line}-L{s.end_line})")
         print()
         print(s.text)
         print()
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from .answer import Answerer, format_context
+    from .conversation import Session, Turn
+    from .retrieval import Retriever
+
+    index = _index(args)
+    session = Session.load(index.root, args.session) if args.session else None
+    history = session.turns if session else ()
+    answerer = Answerer(Retriever(index))
+    opts = {"k": args.k, "doc_ids": args.doc, "source_prefix": args.prefix}
+    ans = answerer.answer(args.question, history, **opts) if answerer.configured else None
+    ctx = answerer.context(args.question, history, **opts) if ans is None else None
+    if session is not None:  # saved before printing: a closed pipe must not lose the turn
+        top = ctx.sections[:3] if ctx else ()
+        session.append(ans.to_turn() if ans else Turn(
+            args.question, "", tuple(s.breadcrumb for s in top), tuple(s.citation for s in top)))
+        session.save()
+    if ctx is not None:
+        if args.json:
+            print(json.dumps({"question": ctx.question, "query": ctx.query, "answer": None,
+                              "sections": [s.to_dict() for s in ctx.sections]}, indent=2, ensure_ascii=False))
+        else:
+            print(format_context(ctx.sections) if ctx.sections else "no sections found (run `proxypointer ingest PATH`)")
+        print("note: no LLM configured, so this is the retrieved context only; add an llm: block "
+              "(base_url, model, api_key_env) to the config, e.g. configs/llm-example.yaml", file=sys.stderr)
+        return 0
+    if args.json:
+        print(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(ans.text)
+        if ans.citations:
+            print("\nSources:")
+        for n, s in zip(ans.cited, ans.citations, strict=True):
+            print(f"[{n}] {s.citation}  {' > '.join(s.breadcrumb)}")
+    if ans.invalid_citations:
+        print(f"warning: the answer cites {', '.join(f'[{n}]' for n in ans.invalid_citations)}, "
+              f"which match no source (1..{len(ans.sections)})", file=sys.stderr)
     return 0
 
 
@@ -158,6 +242,9 @@ def _cmd_tree(args: argparse.Namespace) -> int:
                 print(f"{f}: ok ({len(tree.nodes)} nodes)")
             status = status or (1 if warnings else 0)
             continue
+        if args.refs:
+            _print_refs(f, tree, split_lines(text), args.json)
+            continue
         if fmt == "json":
             print(json.dumps({
                 "doc_id": tree.doc_id, "line_count": tree.line_count,
@@ -177,6 +264,24 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             print(f"{f} ({tree.line_count} lines)")
             print(tree_outline(tree))
     return status
+
+
+def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa: ANN001
+    from .references import detect_references
+
+    refs = detect_references(tree, lines)
+    if as_json:
+        print(json.dumps([{"line": r.line, "column": r.column, "kind": r.kind, "label": r.label, "text": r.text,
+                           "source_node_id": r.source_node_id, "targets": [
+                               {"node_id": t, "title": tree.node(t).title, "start_line": tree.node(t).start_line,
+                                "end_line": tree.node(t).end_line} for t in r.target_node_ids]}
+                          for r in refs], indent=2, ensure_ascii=False))
+        return
+    for r in refs:
+        target = "; ".join(f"{tree.node(t).title} (L{tree.node(t).start_line}-L{tree.node(t).end_line})"
+                           for t in r.target_node_ids) or "unresolved"
+        print(f"{f}:{r.line}: {r.kind} {r.label} [{r.text}] -> {target}")
+    print(f"{f}: {len(refs)} references, {sum(r.resolved for r in refs)} resolved")
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -214,9 +319,44 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if rep.ok or args.repair else 1
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .errors import ConfigError
+    from .evalrun import EvalSettings, plot_budgets, run_evaluation, system_specs, to_markdown
+    from .evaluation import load_benchmark
+
+    try:
+        budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
+    except ValueError as err:
+        raise ConfigError(f"--budgets: expected integers like 2000,4000, got {args.budgets!r}") from err
+    templates = {"doc": "{question}", "corpus": "{title}. {question}"}
+    if args.query_template:
+        templates = dict.fromkeys(templates, args.query_template)
+    settings = EvalSettings(
+        benchmark=args.benchmark, systems=tuple(s.strip() for s in args.systems.split(",") if s.strip()),
+        scopes=tuple(args.scope or ("doc", "corpus")), query_templates=templates, k=args.k, budgets=budgets,
+        limit_docs=args.limit_docs, bootstrap=args.bootstrap, cache=args.cache,
+    )
+    config = load_config(args.config)
+    bench = load_benchmark(args.benchmark, args.limit_docs or None)
+    result = run_evaluation(bench, config, settings, system_specs(settings.systems, config),
+                            show_progress=not args.quiet)
+    table = to_markdown(result)
+    print(table)
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
+        print(f"wrote {out}, {out.with_suffix('.md')}, {plot_budgets(result, args.plot or out.with_suffix('.png'))}")
+    elif args.plot:
+        print(f"wrote {plot_budgets(result, args.plot)}")
+    return 0
+
+
 _COMMANDS = {
     "ingest": _cmd_ingest, "query": _cmd_query, "tree": _cmd_tree, "status": _cmd_status,
-    "delete": _cmd_delete, "check": _cmd_check,
+    "delete": _cmd_delete, "check": _cmd_check, "ask": _cmd_ask, "eval": _cmd_eval,
 }
 
 

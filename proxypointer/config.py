@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_NOISE_TITLES",
     "ChunkingConfig",
     "EmbeddingConfig",
+    "LLMConfig",
     "ProxyPointerConfig",
     "RetrievalConfig",
     "StoreConfig",
@@ -193,14 +194,108 @@ class RetrievalConfig:
         k: Sections returned by default.
         overfetch: Chunks fetched per query before deduplication by (doc_id, node_id); grown
             (doubled) until k distinct sections are found or the collection is exhausted.
+        hybrid: Fuse a BM25 ranking of the chunks' embedded texts (breadcrumb + text, bm25s)
+            with the dense ranking by reciprocal rank fusion (docs/evaluation.md).
+        rrf_k: Constant of reciprocal rank fusion, ``1 / (rrf_k + rank)`` (60, Cormack et al.
+            2009).
+        lexical_weight: Weight of the BM25 ranking in the fusion (dense weighs 1.0).
+        section_scoring: How chunk hits score their section: ``max`` (best chunk), ``sum``
+            (sum of the ``section_top_n`` best chunk scores) or ``rrf`` (sum of
+            ``1 / (rrf_k + rank)`` over the section's chunks in the hit list).
+        section_top_n: Chunks per section counted by ``section_scoring: sum``.
+        budget_tokens: Default context budget of ``Retriever.assemble``, in word pieces of the
+            embedding model's tokenizer (no special tokens).
+        whole_section_tokens: ``assemble`` delivers a whole section when it has at most this
+            many tokens and fits the budget left; otherwise the matched chunk's lines.
+        assembly_order: ``chunks`` (deliver chunk hits in rank order) or ``sections`` (the
+            best chunk of every ranked section first, then their second-best, ...).
+        follow_references: Add the sections that retrieved sections cite ("see Note 14",
+            "Section 2.04") and look up labels named in the query
+            (``Retriever.retrieve_with_references``; docs/evaluation.md, "Cross-references").
     """
 
     k: int = 5
     overfetch: int = 50
+    hybrid: bool = False
+    rrf_k: int = 60
+    lexical_weight: float = 1.0
+    section_scoring: str = "max"
+    section_top_n: int = 3
+    budget_tokens: int = 2000
+    whole_section_tokens: int = 300
+    assembly_order: str = "chunks"
+    follow_references: bool = False
 
     def __post_init__(self) -> None:
         _check(self.k >= 1, "retrieval.k", f"expected an int >= 1, got {self.k}")
         _check(self.overfetch >= 1, "retrieval.overfetch", f"expected an int >= 1, got {self.overfetch}")
+        _check(self.rrf_k >= 1, "retrieval.rrf_k", f"expected an int >= 1, got {self.rrf_k}")
+        _check(self.lexical_weight >= 0, "retrieval.lexical_weight", f"expected >= 0, got {self.lexical_weight}")
+        _check(
+            self.section_scoring in ("max", "sum", "rrf"),
+            "retrieval.section_scoring",
+            f"expected 'max', 'sum' or 'rrf', got {self.section_scoring!r}",
+        )
+        _check(self.section_top_n >= 1, "retrieval.section_top_n", f"expected an int >= 1, got {self.section_top_n}")
+        _check(self.budget_tokens >= 1, "retrieval.budget_tokens", f"expected an int >= 1, got {self.budget_tokens}")
+        _check(
+            self.whole_section_tokens >= 0,
+            "retrieval.whole_section_tokens",
+            f"expected an int >= 0, got {self.whole_section_tokens}",
+        )
+        _check(
+            self.assembly_order in ("chunks", "sections"),
+            "retrieval.assembly_order",
+            f"expected 'chunks' or 'sections', got {self.assembly_order!r}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """An OpenAI-compatible chat endpoint for ``ask`` (optional; empty = not configured).
+
+    Covers OpenAI, vLLM, llama.cpp server and Ollama (``http://127.0.0.1:11434/v1``).
+
+    Attributes:
+        base_url: Endpoint root including ``/v1``, e.g. ``https://api.openai.com/v1``; empty
+            (the default) means no LLM: ``ask`` then prints the retrieved context.
+        model: Model name as the endpoint knows it; set together with ``base_url``.
+        api_key_env: Name of the environment variable holding the API key (never the key
+            itself); local servers need none, so an unset variable is allowed.
+        timeout_s: Seconds one HTTP request may take before it is abandoned.
+        max_retries: Retries after a timeout, a connection error, 429 or 5xx (with backoff).
+        temperature: Sampling temperature, 0..2 (0: most deterministic).
+        rewrite_followups: Ask the model to rewrite a follow-up question into a standalone
+            one before retrieval (off: the query is built from the previous turn instead).
+    """
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    temperature: float = 0.0
+    rewrite_followups: bool = False
+
+    def __post_init__(self) -> None:
+        _check(
+            bool(self.base_url) == bool(self.model),
+            "llm",
+            "set both base_url and model, or neither (no LLM)",
+        )
+        _check(
+            not self.base_url or self.base_url.startswith(("http://", "https://")),
+            "llm.base_url",
+            f"expected an http:// or https:// URL, got {self.base_url!r}",
+        )
+        _check(self.timeout_s > 0, "llm.timeout_s", f"expected a number > 0, got {self.timeout_s}")
+        _check(self.max_retries >= 0, "llm.max_retries", f"expected an int >= 0, got {self.max_retries}")
+        _check(0 <= self.temperature <= 2, "llm.temperature", f"expected 0..2, got {self.temperature}")
+
+    @property
+    def configured(self) -> bool:
+        """True when an endpoint and a model are set."""
+        return bool(self.base_url and self.model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +307,7 @@ class ProxyPointerConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -261,7 +357,7 @@ def config_from_dict(data: dict[str, Any] | None, source: str = "<config>") -> P
 
     Args:
         data: Mapping with optional keys ``tree``, ``chunking``, ``embedding``, ``store``,
-            ``retrieval``; anything missing takes its default.
+            ``retrieval``, ``llm``; anything missing takes its default.
         source: Name used in error messages (a file path).
 
     Returns:

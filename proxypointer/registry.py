@@ -115,7 +115,9 @@ class Registry:
         self.root = Path(root)
         try:
             (self.root / "sources").mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.root / "registry.sqlite3", timeout=30, isolation_level=None)
+            self._db = sqlite3.connect(
+                self.root / "registry.sqlite3", timeout=30, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .assembly import LexicalIndex, cut_to_tokens, fuse_rrf, matches_where, pack_windows, rank_sections
+from .conversation import Turn, contextual_query
 from .errors import ConfigError
 from .pipeline import Index
 from .store import Hit
-from .tree import slice_lines, split_lines
+from .references import DocumentReferences
+from .tree import Node, slice_lines, split_lines
 
 __all__ = ["Retriever", "Section"]
 
@@ -45,6 +49,19 @@ class Section:
         level: Heading level (0 for preamble and windows).
         chunk_start_line: First line of the best-matching chunk, 1-based inclusive.
         chunk_end_line: Last line of the best-matching chunk, 1-based inclusive.
+        delivered_start_line: First line delivered by :meth:`Retriever.assemble`, 1-based
+            inclusive; 0 from :meth:`Retriever.retrieve` (which delivers ``text``, the whole
+            section ``start_line..end_line``).
+        delivered_end_line: Last line delivered by ``assemble`` (its text may stop inside this
+            line when the budget ran out), 1-based inclusive; 0 from ``retrieve``.
+        delivered_text: What ``assemble`` delivers: the stored lines
+            ``delivered_start_line..delivered_end_line`` joined with ``\n``, cut at a word-piece
+            boundary when the budget ran out; ``""`` from ``retrieve``.
+        delivered_tokens: Word pieces of ``delivered_text`` (embedding model's tokenizer, no
+            special tokens); 0 from ``retrieve``.
+        reached_via: For a section added by :meth:`Retriever.add_references`, the citing
+            section as ``<breadcrumb> (L<start>-L<end>)`` (``"query"`` for a label named in the
+            query, see :meth:`Retriever.retrieve_with_references`); ``""`` otherwise.
     """
 
     doc_id: str
@@ -62,6 +79,11 @@ class Section:
     level: int
     chunk_start_line: int
     chunk_end_line: int
+    delivered_start_line: int = 0
+    delivered_end_line: int = 0
+    delivered_text: str = ""
+    delivered_tokens: int = 0
+    reached_via: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (breadcrumb as a list)."""
@@ -114,6 +136,122 @@ class Retriever:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
+    # -- hybrid ranking and context assembly (docs/evaluation.md) ------------------------
+    def ranked_hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        """Chunk hits best first: dense, or dense fused with BM25 when ``retrieval.hybrid``.
+
+        Args:
+            query: Question or keywords.
+            n: Dense hits fetched (and BM25 hits, when hybrid).
+            where: Chroma metadata filter (applied to BM25 hits too).
+
+        Returns:
+            Live chunk hits; ``score`` is the cosine similarity (dense) or the fused
+            reciprocal-rank score (hybrid); higher is better either way.
+        """
+        dense = self.hits(query, n, where)
+        if not self.config.hybrid:
+            return dense
+        lexical = self._lexical().search(query, n, lambda h: matches_where(h.metadata, where))
+        return fuse_rrf([dense, lexical], [1.0, self.config.lexical_weight], self.config.rrf_k)
+
+
+    def _lexical(self) -> LexicalIndex:
+        """BM25 index over every live chunk in the store, rebuilt when the store's count changes."""
+        count = self.index.store.count()
+        cached = getattr(self, "_lexical_cache", None)
+        if cached is None or cached[0] != count:
+            records = []
+            ids = self.index.store.all_ids()
+            step = self.index.store.max_batch
+            for i in range(0, len(ids), step):
+                records.extend(self.index.store.get(ids[i : i + step]))
+            records.sort(key=lambda h: h.chunk_id)
+            cached = (count, LexicalIndex(self._live(records)))
+            self._lexical_cache = cached
+            logger.info("BM25 index over %d chunks", len(cached[1].hits))
+        return cached[1]
+
+
+    def _line_tokens(self, doc_hash: str) -> list[int]:
+        """Word pieces of each stored line of a document version (index 0 is line 1)."""
+        cache = getattr(self, "_line_token_cache", None)
+        if cache is None:
+            cache = self._line_token_cache = {}
+        if doc_hash not in cache:
+            lines = split_lines(self.index.registry.load_source(doc_hash))
+            tok = self.index.embedder.tokenizer
+            cache[doc_hash] = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
+        return cache[doc_hash]
+
+
+    def assemble(
+        self,
+        query: str,
+        budget_tokens: int | None = None,
+        where: dict[str, Any] | None = None,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+    ) -> list[Section]:
+        """Fill a context budget with the best-matching lines, each block with its section pointer.
+
+        Chunk hits (dense, or hybrid) are ranked into sections (``retrieval.section_scoring``);
+        then, in ``retrieval.assembly_order``, a section is delivered whole when it has at most
+        ``retrieval.whole_section_tokens`` tokens and fits the budget left, otherwise the lines of
+        the matched chunk; windows grow inside their sections while budget is left. No line is
+        delivered twice (a parent after its child, overlapping chunks).
+
+        Args:
+            query: Question or keywords.
+            budget_tokens: Context budget in word pieces of the embedding model's tokenizer (no
+                special tokens); default ``retrieval.budget_tokens`` (2,000).
+            where: Extra Chroma metadata filter.
+            doc_ids: Only search these documents.
+            source_prefix: Only search documents whose doc_id starts with this prefix.
+
+        Returns:
+            Delivered blocks in delivery order, each a :class:`Section` whose ``start_line`` /
+            ``end_line`` / ``text`` give the whole section and ``delivered_*`` what is delivered.
+            One section may give several blocks (disjoint line ranges). The ``delivered_tokens``
+            sum to at most ``budget_tokens``: the last block is cut at a word-piece boundary.
+
+        Raises:
+            ConfigError: If ``budget_tokens`` < 1.
+            StaleSourceError: If a stored source is missing.
+
+        Example:
+            >>> for s in Retriever(index).assemble("parental leave pay", 1000):  # doctest: +SKIP
+            ...     print(s.citation, s.delivered_start_line, s.delivered_end_line)
+        """
+        budget = self.config.budget_tokens if budget_tokens is None else budget_tokens
+        if budget < 1:
+            raise ConfigError(f"budget_tokens: expected an int >= 1, got {budget}")
+        cfg = self.config
+        flt = self._where(where, doc_ids, source_prefix)
+        n = max(cfg.overfetch, budget // 20)
+        groups = rank_sections(self.ranked_hits(query, n, flt), cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+        windows = pack_windows(groups, self._line_tokens, budget, whole_section_tokens=cfg.whole_section_tokens,
+                               order=cfg.assembly_order)
+        tok = self.index.embedder.tokenizer
+        out: list[Section] = []
+        used = 0
+        for w in windows:
+            if used >= budget:
+                break
+            whole = self._sections([w.hit])[0]
+            lines = split_lines(self.index.registry.load_source(w.hit.metadata["doc_hash"]))
+            text = slice_lines(lines, w.start_line, w.end_line)
+            n_tok = w.tokens
+            if used + n_tok > budget:
+                text = cut_to_tokens(text, budget - used, tok)
+                n_tok = tok.count(text)
+            used += n_tok
+            end = w.start_line + text.count("\n")
+            out.append(replace(whole, delivered_start_line=w.start_line, delivered_end_line=end,
+                               delivered_text=text, delivered_tokens=n_tok))
+        return out
+
     def retrieve(
         self,
         query: str,
@@ -122,6 +260,7 @@ class Retriever:
         *,
         doc_ids: Sequence[str] | None = None,
         source_prefix: str | None = None,
+        history: Sequence[Turn | str] | None = None,
     ) -> list[Section]:
         """Find the ``k`` best sections for a query.
 
@@ -132,6 +271,9 @@ class Retriever:
             doc_ids: Only search these documents.
             source_prefix: Only search documents whose doc_id starts with this prefix
                 (a folder of the corpus, e.g. ``"policies/"``).
+            history: Earlier turns of a conversation, oldest first (a string is a bare
+                question). A follow-up is then searched together with the previous question
+                and the breadcrumbs of its sections (``conversation.contextual_query``).
 
         Returns:
             Up to ``k`` sections, distinct by (doc_id, node_id), ordered by the score of their
@@ -144,12 +286,23 @@ class Retriever:
         k = self.config.k if k is None else k
         if k < 1:
             raise ConfigError(f"k: expected an int >= 1, got {k}")
+        if history:
+            query = contextual_query(query, history)
         flt = self._where(where, doc_ids, source_prefix)
-        total = self.index.store.count()
+        cfg = self.config
+        if cfg.hybrid or cfg.section_scoring != "max":
+            ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt)
+            rank = {h.chunk_id: i for i, h in enumerate(ranked, 1)}
+            groups = rank_sections(ranked, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+            return self._sections([replace(g[0], score=_group_score(g, rank, cfg)) for g in groups[:k]])
         n = max(self.config.overfetch, 3 * k)
+        total = -1  # counted only when the first over-fetch falls short (a Chroma call saved)
         while True:
             best = self._dedupe(self.hits(query, n, flt))
-            if len(best) >= k or n >= total:
+            if len(best) >= k:
+                break
+            total = self.index.store.count() if total < 0 else total
+            if n >= total:
                 break
             n *= 2
         return self._sections(best[:k])
@@ -165,6 +318,20 @@ class Retriever:
                 out.append(h)
         return out
 
+    def _source_lines(self, doc_hash: str) -> list[str]:
+        """Lines of a stored source, from a small LRU (sources are immutable per doc_hash)."""
+        cache = getattr(self, "_lines_cache", None)
+        if cache is None:
+            cache = self._lines_cache = OrderedDict()
+        lines = cache.get(doc_hash)
+        if lines is None:
+            lines = cache[doc_hash] = split_lines(self.index.registry.load_source(doc_hash))
+            if len(cache) > 64:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(doc_hash)
+        return lines
+
     def _sections(self, hits: list[Hit]) -> list[Section]:
         texts: dict[str, list[str]] = {}
         out = []
@@ -172,7 +339,7 @@ class Retriever:
             m = h.metadata
             doc_hash = m["doc_hash"]
             if doc_hash not in texts:
-                texts[doc_hash] = split_lines(self.index.registry.load_source(doc_hash))
+                texts[doc_hash] = self._source_lines(doc_hash)
             start, end = int(m["start_line"]), int(m["end_line"])
             source = str(m.get("source", ""))
             out.append(
@@ -188,3 +355,168 @@ class Retriever:
                 )
             )
         return out
+
+    def retrieve_with_references(
+        self,
+        query: str,
+        k: int | None = None,
+        where: dict[str, Any] | None = None,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+        budget_tokens: int | None = None,
+        max_references: int | None = None,
+        lookup_labels: bool = True,
+        interleave: bool = False,
+    ) -> list[Section]:
+        """:meth:`retrieve`, then follow the cross-references of the sections found.
+
+        A question that names a label ("summarise Note 14", "annex table A2.1.1") first gets
+        the section carrying that label in the best-ranked document, ahead of the vector hits
+        (``k`` sections in all). :meth:`add_references` then appends the sections they cite
+        ("see Appendix G"), found by ``proxypointer.references`` without an LLM.
+
+        Args:
+            query: Question or keywords.
+            k: Sections found by the query (default ``retrieval.k``, 5).
+            where: Extra Chroma metadata filter.
+            doc_ids: Only search these documents.
+            source_prefix: Only search documents whose doc_id starts with this prefix.
+            budget_tokens: Context budget for all returned text, in word pieces of the
+                embedding model's tokenizer (no special tokens); ``None``: no budget.
+            max_references: Most referenced sections to add (default: ``k``).
+            lookup_labels: Look up labels named in the query.
+            interleave: Put each referenced section right after its citing section.
+
+        Returns:
+            The ``k`` sections (label matches first, ``reached_via="query"``), then the
+            referenced sections (see :meth:`add_references`).
+
+        Raises:
+            ConfigError: If ``k`` < 1.
+            StaleSourceError: If a stored source is missing.
+        """
+        k = self.config.k if k is None else k
+        found = self.retrieve(query, k, where, doc_ids=doc_ids, source_prefix=source_prefix)
+        if lookup_labels and found:
+            for doc_id in dict.fromkeys(s.doc_id for s in found):
+                refs = self._references(doc_id)
+                named = refs.lookup(query) if refs is not None else ()
+                if named:
+                    src = next(s.source for s in found if s.doc_id == doc_id)
+                    top = found[0].score
+                    first = [self._node_section(doc_id, refs, refs.tree.node(n), src, top, "query")
+                             for n in named[:k]]
+                    keys = {(doc_id, s.node_id) for s in first}
+                    found = (first + [s for s in found if (s.doc_id, s.node_id) not in keys])[:k]
+                    break
+        return self.add_references(found, budget_tokens, max_references, interleave=interleave)
+
+    def add_references(
+        self,
+        sections: Sequence[Section],
+        budget_tokens: int | None = None,
+        max_references: int | None = None,
+        *,
+        interleave: bool = False,
+    ) -> list[Section]:
+        """Add the sections that the given sections cite ("see Note 14"), best citer first.
+
+        References are detected and resolved on the stored source (``proxypointer.references``;
+        the tree is rebuilt in milliseconds, cached per document version). Only the lines a
+        section delivers are read for references (``delivered_*`` after :meth:`assemble`).
+
+        Args:
+            sections: Output of :meth:`retrieve` or :meth:`assemble`, best first.
+            budget_tokens: Context budget for all text, in word pieces (no special tokens): the
+                given sections count first (``delivered_tokens``, else their whole ``text``); a
+                referenced section is added only when it fits whole. ``None``: no budget.
+            max_references: Most sections to add (default: ``len(sections)``).
+            interleave: Put each referenced section right after its citing section (the order
+                a reader follows the trail; a budget cut then drops the lowest-ranked hits
+                first) instead of after all of ``sections``.
+
+        Returns:
+            ``sections`` in their order, then (or, with ``interleave``, each after its citing
+            section) the referenced sections in the order of their citing section and of the
+            references in it, each once, none overlapping a section already there; each has
+            the citing section's ``score`` and ``reached_via`` set to
+            ``<citing breadcrumb> (L<start>-L<end>)``. After ``assemble`` they carry
+            ``delivered_*`` fields too.
+        """
+        max_refs = len(sections) if max_references is None else max_references
+        tok = self.index.embedder.tokenizer
+        assembled = any(s.delivered_tokens for s in sections)
+        used = 0
+        if budget_tokens is not None:
+            used = sum(s.delivered_tokens or tok.count(s.text) for s in sections)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for s in sections:
+            spans.setdefault(s.doc_id, []).append((s.start_line, s.end_line))
+        added: list[list[Section]] = [[] for _ in sections]
+        n_added = 0
+        for i, s in enumerate(sections):
+            refs = self._references(s.doc_id) if s.kind != "window" else None
+            if refs is None:
+                continue
+            lo, hi = (s.start_line, s.end_line)
+            if s.delivered_tokens:
+                lo, hi = s.delivered_start_line, s.delivered_end_line
+            for _ref, node in refs.targets(lo, hi):
+                if n_added >= max_refs:
+                    break
+                if any(node.start_line <= e and b <= node.end_line for b, e in spans[s.doc_id]):
+                    continue
+                via = f"{' > '.join(s.breadcrumb)} (L{s.start_line}-L{s.end_line})"
+                new = self._node_section(s.doc_id, refs, node, s.source, s.score, via)
+                n_tok = tok.count(new.text) if budget_tokens is not None or assembled else 0
+                if budget_tokens is not None and used + n_tok > budget_tokens:
+                    continue
+                used += n_tok
+                if assembled:
+                    new = replace(new, delivered_start_line=node.start_line,
+                                  delivered_end_line=node.end_line, delivered_text=new.text,
+                                  delivered_tokens=n_tok)
+                spans[s.doc_id].append((node.start_line, node.end_line))
+                added[i].append(new)
+                n_added += 1
+        if interleave:
+            return [x for s, extra in zip(sections, added, strict=True) for x in (s, *extra)]
+        return [*sections, *(x for extra in added for x in extra)]
+
+    def _references(self, doc_id: str) -> DocumentReferences | None:
+        """Return the live version's references (cached per doc_hash); None if unknown."""
+        rec = self.index.registry.get(doc_id)
+        if rec is None or not rec.doc_hash:
+            return None
+        cache = getattr(self, "_refs_cache", None)
+        if cache is None:
+            cache = self._refs_cache = {}
+        if rec.doc_hash not in cache:
+            text = self.index.registry.load_source(rec.doc_hash)
+            cache[rec.doc_hash] = DocumentReferences.build(text, doc_id, self.index.config.tree)
+        return cache[rec.doc_hash]
+
+    @staticmethod
+    def _node_section(
+        doc_id: str, refs: DocumentReferences, node: Node, source: str, score: float, via: str
+    ) -> Section:
+        start, end = node.start_line, node.end_line
+        return Section(
+            doc_id=doc_id, node_id=node.node_id, title=node.title,
+            breadcrumb=refs.breadcrumb(node.node_id), start_line=start, end_line=end,
+            text=slice_lines(refs.lines, start, end), score=score, chunk_text="",
+            citation=f"{doc_id}{Path(source).suffix or '.md'}#L{start}-L{end}", source=source,
+            kind=node.kind, level=node.level, chunk_start_line=start, chunk_end_line=end,
+            reached_via=via,
+        )
+
+
+def _group_score(group: list[Hit], rank: dict[str, int], config: Any) -> float:
+    """Section score of a ranked group (``RetrievalConfig.section_scoring``); higher is better."""
+    if config.section_scoring == "sum":
+        return float(sum(h.score for h in group[: config.section_top_n]))
+    if config.section_scoring == "rrf":
+        return float(sum(1.0 / (config.rrf_k + rank[h.chunk_id]) for h in group))
+    return float(group[0].score)
+

@@ -1,0 +1,502 @@
+"""Answers with citations through any OpenAI-compatible chat endpoint.
+
+retrieve -> number the whole sections as blocks ``[1]..[n]``, each headed by its citation and
+breadcrumb -> ask the model to answer only from them and cite blocks by number -> parse the
+reply into the answer plus the blocks actually cited. A number that matches no block is
+reported in :attr:`Answer.invalid_citations` and never turned into a citation.
+
+The endpoint is any server speaking the OpenAI chat-completions API (OpenAI, vLLM, llama.cpp
+server, Ollama), reached with the ``openai`` package (``pip install 'proxypointer[llm]'``),
+imported only when a request is made.
+
+Example:
+    >>> from proxypointer import Index, Retriever, load_config           # doctest: +SKIP
+    >>> index = Index(".proxypointer", load_config("configs/llm-example.yaml"))
+    >>> answer = Answerer(Retriever(index)).answer("How is parental leave paid?")
+    >>> print(answer.text); print([s.citation for s in answer.citations])
+
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .config import LLMConfig
+from .conversation import Turn, contextual_query
+from .errors import ConfigError, MissingDependencyError, ProxyPointerError
+
+if TYPE_CHECKING:
+    from .retrieval import Retriever, Section
+
+__all__ = [
+    "Answer",
+    "Answerer",
+    "ChatClient",
+    "Context",
+    "LLMError",
+    "OpenAIChatClient",
+    "build_messages",
+    "format_block",
+    "format_context",
+    "parse_citations",
+]
+
+logger = logging.getLogger(__name__)
+
+#: System prompt of :func:`build_messages`.
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered source blocks given by the user. "
+    "Each block starts with [n], its citation and its breadcrumb (the section's place in "
+    "its document). Rules: use only facts stated in the blocks; cite every statement with "
+    "the number of the block it comes from in square brackets, like [1] or [2][3]; never "
+    "cite a number that is not a block; if the blocks do not contain the answer, say that "
+    "the sources do not answer it. Answer concisely, in the language of the question."
+)
+
+#: System prompt for rewriting a follow-up into a standalone question.
+REWRITE_PROMPT = (
+    "Rewrite the user's last question as one standalone question that can be understood "
+    "without the conversation, keeping its meaning and naming what pronouns and phrases "
+    "like 'what about' refer to. Reply with the question only."
+)
+
+#: Answer text when retrieval found nothing (the model is not called).
+NO_CONTEXT_ANSWER = "No indexed sections were found to answer from; ingest documents first."
+
+# [3], [1, 2], [1-3], [2; 4], [1 and 2], [source 2], [Block #3]
+_CITE = re.compile(
+    r"\[\s*(?:(?:sources?|blocks?)\s*)?#?\s*(\d+(?:\s*(?:,|;|-|\u2013|and)\s*#?\s*\d+)*)\s*\]",
+    re.IGNORECASE,
+)
+_MAX_RANGE = 50
+
+
+class LLMError(ProxyPointerError):
+    """The chat endpoint failed: unreachable, timed out, refused, or sent a malformed reply."""
+
+
+class ChatClient(Protocol):
+    """Anything that turns chat messages into the assistant's reply text."""
+
+    @property
+    def name(self) -> str:
+        """Model name, reported in :attr:`Answer.model`."""
+        ...
+
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """Return the reply to ``messages`` (``{"role": ..., "content": ...}`` dicts)."""
+        ...
+
+
+class OpenAIChatClient:
+    """Chat completions over HTTP with the ``openai`` package (timeouts and retries built in).
+
+    Args:
+        config: Endpoint, model, key variable, timeout, retries, temperature.
+
+    Raises:
+        ConfigError: If ``config`` names no endpoint or model.
+
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        if not config.configured:
+            raise ConfigError(
+                "llm: not configured; set llm.base_url and llm.model (see configs/llm-example.yaml)"
+            )
+        self.config = config
+        self._client: Any = None
+
+    @property
+    def name(self) -> str:
+        """The model name."""
+        return self.config.model
+
+    def _openai(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError as err:
+                raise MissingDependencyError(
+                    "openai is not installed; pip install 'proxypointer[llm]' to use llm.base_url"
+                ) from err
+            key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
+            if not key:
+                logger.debug("$%s is not set; sending a placeholder key", self.config.api_key_env)
+            self._client = openai.OpenAI(
+                base_url=self.config.base_url,
+                api_key=key or "not-needed",
+                timeout=self.config.timeout_s,
+                max_retries=self.config.max_retries,
+            )
+        return self._client
+
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """Send ``messages`` and return the first choice's text.
+
+        Raises:
+            LLMError: On a timeout or connection error (after ``max_retries`` retries), an
+                HTTP error status, or a reply without text.
+            MissingDependencyError: If ``openai`` is not installed.
+
+        """
+        client = self._openai()
+        import openai
+
+        where = f"llm {self.config.base_url} ({self.config.model})"
+        try:
+            resp = client.chat.completions.create(
+                model=self.config.model,
+                messages=[dict(m) for m in messages],
+                temperature=self.config.temperature,
+            )
+        except openai.APITimeoutError as err:
+            raise LLMError(
+                f"{where}: no reply within llm.timeout_s={self.config.timeout_s:g} s "
+                f"(after {self.config.max_retries} retries); raise the timeout or check the server"
+            ) from err
+        except openai.APIConnectionError as err:
+            raise LLMError(
+                f"{where}: cannot connect ({err}); check llm.base_url and that the server runs"
+            ) from err
+        except openai.AuthenticationError as err:
+            raise LLMError(
+                f"{where}: the server refused the API key (HTTP {err.status_code}); "
+                f"set ${self.config.api_key_env}"
+            ) from err
+        except openai.APIStatusError as err:
+            raise LLMError(f"{where}: HTTP {err.status_code}: {_short(err.message)}") from err
+        except openai.APIError as err:  # malformed body the client could not parse
+            raise LLMError(f"{where}: malformed reply ({_short(str(err))})") from err
+        choices = getattr(resp, "choices", None)
+        message = (
+            getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+        )
+        content = getattr(message, "content", None)
+        if not isinstance(content, str) or not content.strip():
+            raise LLMError(
+                f"{where}: malformed reply (no message text in the first choice); check the server"
+            )
+        return content.strip()
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def format_block(number: int, section: Section) -> str:
+    """One prompt block: ``[n] <citation> | <breadcrumb>`` then the section's exact text."""
+    return f"[{number}] {section.citation} | {' > '.join(section.breadcrumb)}\n{section.text}"
+
+
+def format_context(sections: Sequence[Section]) -> str:
+    """All blocks ``[1]..[n]``, separated by blank lines (what the model is shown)."""
+    return "\n\n".join(format_block(i, s) for i, s in enumerate(sections, 1))
+
+
+def build_messages(question: str, sections: Sequence[Section]) -> list[dict[str, str]]:
+    """Chat messages asking for an answer from ``sections`` only, citing blocks by number.
+
+    Args:
+        question: The user's question, as asked.
+        sections: Blocks ``[1]..[n]`` in this order.
+
+    Returns:
+        ``[{"role": "system", ...}, {"role": "user", ...}]``.
+
+    """
+    user = f"Source blocks:\n\n{format_context(sections)}\n\nQuestion: {question.strip()}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def parse_citations(text: str, n_blocks: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Find the block numbers a reply cites.
+
+    Recognises ``[3]``, ``[1][2]``, ``[1, 2]``, ``[1-3]``, ``[2; 4]``, ``[1 and 2]`` and
+    ``[source 2]``.
+
+    Args:
+        text: The model's reply.
+        n_blocks: Blocks shown to the model; valid numbers are ``1..n_blocks``.
+
+    Returns:
+        ``(valid, invalid)``: distinct numbers in order of first appearance; ``invalid``
+        holds the ones outside ``1..n_blocks``.
+
+    """
+    valid: list[int] = []
+    invalid: list[int] = []
+    for m in _CITE.finditer(text):
+        numbers: list[int] = []
+        for part in re.split(r"\s*(?:,|;|and)\s*", m.group(1), flags=re.IGNORECASE):
+            bounds = [int(x) for x in re.findall(r"\d+", part)]
+            if len(bounds) == 2 and 0 <= bounds[1] - bounds[0] < _MAX_RANGE:
+                numbers.extend(range(bounds[0], bounds[1] + 1))
+            else:
+                numbers.extend(bounds)
+        for n in numbers:
+            bucket = valid if 1 <= n <= n_blocks else invalid
+            if n not in bucket:
+                bucket.append(n)
+    return tuple(valid), tuple(invalid)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What retrieval delivered for a question (no LLM involved).
+
+    Attributes:
+        question: The question as asked.
+        query: The text actually searched (differs for a follow-up; see
+            :func:`~proxypointer.conversation.contextual_query`).
+        sections: Blocks ``[1]..[n]``, best first.
+
+    """
+
+    question: str
+    query: str
+    sections: tuple[Section, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer grounded in retrieved sections.
+
+    Attributes:
+        question: The question as asked.
+        query: The text actually searched.
+        text: The model's reply, with its ``[n]`` markers.
+        sections: Blocks ``[1]..[n]`` the model was shown, best first.
+        cited: Valid block numbers cited, in order of first appearance (1-based).
+        invalid_citations: Numbers the reply cites that match no block (not passed on).
+        model: Model name.
+
+    """
+
+    question: str
+    query: str
+    text: str
+    sections: tuple[Section, ...]
+    cited: tuple[int, ...]
+    invalid_citations: tuple[int, ...]
+    model: str
+
+    @property
+    def citations(self) -> tuple[Section, ...]:
+        """The sections actually cited, in order of first citation."""
+        return tuple(self.sections[n - 1] for n in self.cited)
+
+    def to_turn(self) -> Turn:
+        """Turn this exchange into a conversation turn (cited sections, else all delivered)."""
+        used = self.citations or self.sections
+        return Turn(
+            self.question,
+            self.text,
+            tuple(s.breadcrumb for s in used),
+            tuple(s.citation for s in used),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; ``citations`` lists the cited sections with their block number."""
+        return {
+            "question": self.question,
+            "query": self.query,
+            "answer": self.text,
+            "model": self.model,
+            "citations": [
+                {
+                    "block": n,
+                    "citation": s.citation,
+                    "breadcrumb": list(s.breadcrumb),
+                    "doc_id": s.doc_id,
+                    "node_id": s.node_id,
+                    "start_line": s.start_line,
+                    "end_line": s.end_line,
+                }
+                for n, s in zip(self.cited, self.citations, strict=True)
+            ],
+            "invalid_citations": list(self.invalid_citations),
+            "sections": [s.to_dict() for s in self.sections],
+        }
+
+
+class Answerer:
+    """Retrieve sections, ask a chat model, return the answer with the citations it used.
+
+    Args:
+        retriever: Where sections come from.
+        client: The chat model; default: :class:`OpenAIChatClient` over ``llm`` when that is
+            configured, else none (then only :meth:`context` works).
+        llm: Endpoint settings; default: the index config's ``llm`` section.
+        max_context_chars: Character budget of all blocks together; lower-ranked sections
+            that would exceed it are left out (the first is always kept).
+
+    Example:
+        >>> a = Answerer(Retriever(index)).answer("What is the notice period?")  # doctest: +SKIP
+        >>> a.text, [s.citation for s in a.citations]  # doctest: +SKIP
+        ('Four weeks after probation [1].', ['employee-handbook.md#L263-L269'])
+
+    """
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        client: ChatClient | None = None,
+        *,
+        llm: LLMConfig | None = None,
+        max_context_chars: int = 24_000,
+    ) -> None:
+        if max_context_chars < 1:
+            raise ConfigError(f"max_context_chars: expected an int >= 1, got {max_context_chars}")
+        self.retriever = retriever
+        self.llm = llm if llm is not None else retriever.index.config.llm
+        self.client: ChatClient | None = client
+        if client is None and self.llm.configured:
+            self.client = OpenAIChatClient(self.llm)
+        self.max_context_chars = max_context_chars
+
+    @property
+    def configured(self) -> bool:
+        """True when a chat model is available for :meth:`answer`."""
+        return self.client is not None
+
+    def rewrite(self, question: str, history: Sequence[Turn | str]) -> str:
+        """Ask the model for a standalone version of a follow-up question.
+
+        Returns:
+            The rewritten question (one line); ``question`` itself when the reply is empty.
+
+        Raises:
+            LLMError: If the endpoint fails.
+            ConfigError: If no chat model is configured.
+
+        """
+        client = self._require_client()
+        lines = []
+        for t in (h if isinstance(h, Turn) else Turn(str(h)) for h in history[-3:]):
+            lines.append(f"User: {t.question}")
+            if t.answer:
+                lines.append(f"Assistant: {_short(t.answer, 500)}")
+        lines.append(f"User (last question): {question}")
+        reply = client.complete(
+            [
+                {"role": "system", "content": REWRITE_PROMPT},
+                {"role": "user", "content": "\n".join(lines)},
+            ]
+        )
+        rewritten = " ".join(reply.split()).strip().strip('"')
+        return rewritten or question
+
+    def query_for(self, question: str, history: Sequence[Turn | str] | None = None) -> str:
+        """Build the text to search for ``question`` after ``history``.
+
+        With ``llm.rewrite_followups`` and a chat model, the model's standalone question
+        (falling back to the built query, with a warning, if the endpoint fails); otherwise
+        :func:`~proxypointer.conversation.contextual_query`.
+        """
+        if not history:
+            return question
+        if self.llm.rewrite_followups and self.client is not None:
+            try:
+                return self.rewrite(question, history)
+            except LLMError as err:
+                logger.warning(
+                    "could not rewrite the follow-up (%s); using the previous turn instead", err
+                )
+        return contextual_query(question, history)
+
+    def context(
+        self,
+        question: str,
+        history: Sequence[Turn | str] | None = None,
+        *,
+        k: int | None = None,
+        doc_ids: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+    ) -> Context:
+        """Retrieve the blocks for a question without calling the model.
+
+        Args:
+            question: The question.
+            history: Earlier turns, oldest first.
+            k: Sections wanted (default ``retrieval.k``).
+            doc_ids: Only search these documents.
+            source_prefix: Only search documents whose doc_id starts with this.
+
+        Returns:
+            The query used and the sections, trimmed to ``max_context_chars``.
+
+        """
+        query = self.query_for(question, history)
+        sections = self.retriever.retrieve(query, k=k, doc_ids=doc_ids, source_prefix=source_prefix)
+        kept, used = [], 0
+        for s in sections:
+            size = len(format_block(len(kept) + 1, s)) + 2
+            if kept and used + size > self.max_context_chars:
+                logger.info(
+                    "context budget %d chars reached; left out %s",
+                    self.max_context_chars,
+                    s.citation,
+                )
+                continue
+            kept.append(s)
+            used += size
+        return Context(question, query, tuple(kept))
+
+    def answer(
+        self,
+        question: str,
+        history: Sequence[Turn | str] | None = None,
+        *,
+        k: int | None = None,
+        doc_ids: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+    ) -> Answer:
+        """Answer a question from retrieved sections, with the citations the model used.
+
+        Args:
+            question: The question.
+            history: Earlier turns, oldest first (follow-ups use them for retrieval).
+            k: Sections shown to the model (default ``retrieval.k``).
+            doc_ids: Only search these documents.
+            source_prefix: Only search documents whose doc_id starts with this.
+
+        Returns:
+            The answer; ``citations`` holds only sections that exist, ``invalid_citations``
+            the numbers that matched no block.
+
+        Raises:
+            ConfigError: If no chat model is configured.
+            LLMError: If the endpoint fails or its reply has no text.
+
+        """
+        client = self._require_client()
+        ctx = self.context(question, history, k=k, doc_ids=doc_ids, source_prefix=source_prefix)
+        if not ctx.sections:
+            logger.warning("no sections found for %r; the model was not asked", question)
+            return Answer(question, ctx.query, NO_CONTEXT_ANSWER, (), (), (), client.name)
+        reply = client.complete(build_messages(question, ctx.sections))
+        cited, invalid = parse_citations(reply, len(ctx.sections))
+        if invalid:
+            logger.warning(
+                "the answer cites %s, which match no block (1..%d); ignored",
+                ", ".join(f"[{n}]" for n in invalid),
+                len(ctx.sections),
+            )
+        if not cited:
+            logger.warning("the answer cites no block")
+        return Answer(question, ctx.query, reply, ctx.sections, cited, invalid, client.name)
+
+    def _require_client(self) -> ChatClient:
+        if self.client is None:
+            raise ConfigError(
+                "llm: not configured; set llm.base_url and llm.model in the config "
+                "(see configs/llm-example.yaml)"
+            )
+        return self.client

@@ -1,0 +1,9 @@
+"""Adapters to other frameworks, one module per framework, each imported only on demand.
+
+- :mod:`proxypointer.integrations.langchain`: ``ProxyPointerRetriever``, a LangChain
+  ``BaseRetriever`` (``pip install 'proxypointer[langchain]'``).
+
+This package imports nothing itself, so ``import proxypointer`` never pays for a framework.
+"""
+
+__all__: list[str] = []

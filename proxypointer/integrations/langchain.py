@@ -1,0 +1,159 @@
+"""LangChain retriever over a proxypointer index: whole sections as ``Document``s.
+
+Each ``Document`` holds one delivered section: ``page_content`` is the section's exact source
+text (lines ``start_line..end_line``), ``id`` is ``<doc_id>#<node_id>``, and ``metadata``
+carries ``doc_id``, ``node_id``, ``breadcrumb`` (list of titles, document title first),
+``lines`` (``[start_line, end_line]``, 1-based inclusive), ``citation``
+(``<doc>.md#L<start>-L<end>``), ``score`` (cosine similarity of the best chunk, higher is
+better), plus ``title``, ``source`` and ``kind``.
+
+Needs ``langchain-core`` (``pip install 'proxypointer[langchain]'``).
+
+Example:
+    >>> from proxypointer.integrations.langchain import ProxyPointerRetriever  # doctest: +SKIP
+    >>> retriever = ProxyPointerRetriever.from_store(".proxypointer", k=3)
+    >>> docs = retriever.invoke("How is parental leave paid?")
+    >>> docs[0].metadata["citation"]
+    'employee-handbook.md#L129-L135'
+
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MissingDependencyError
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field, PrivateAttr
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "langchain-core is not installed; pip install 'proxypointer[langchain]' to use "
+        "proxypointer.integrations.langchain"
+    ) from err
+
+if TYPE_CHECKING:
+    from ..config import ProxyPointerConfig
+    from ..embedding import Embedder
+    from ..retrieval import Section
+
+__all__ = ["ProxyPointerRetriever", "section_to_document"]
+
+logger = logging.getLogger(__name__)
+
+
+def section_to_document(section: Section) -> Document:
+    """Turn a :class:`~proxypointer.retrieval.Section` into a LangChain ``Document``."""
+    return Document(
+        id=f"{section.doc_id}#{section.node_id}",
+        page_content=section.text,
+        metadata={
+            "doc_id": section.doc_id,
+            "node_id": section.node_id,
+            "breadcrumb": list(section.breadcrumb),
+            "lines": [section.start_line, section.end_line],
+            "citation": section.citation,
+            "score": section.score,
+            "title": section.title,
+            "source": section.source,
+            "kind": section.kind,
+        },
+    )
+
+
+class ProxyPointerRetriever(BaseRetriever):
+    """A LangChain retriever returning whole proxypointer sections, best first.
+
+    Sync (``invoke``/``batch``) and async (``ainvoke``/``abatch``) calls all run on one
+    worker thread owned by this retriever: the index's SQLite registry belongs to the thread
+    that opened it, so build the retriever before using its ``Index`` on another thread
+    (:meth:`from_store` does that for you).
+
+    Attributes:
+        retriever: The :class:`~proxypointer.retrieval.Retriever` to query.
+        k: Sections per query (default ``retrieval.k`` of the index config).
+        doc_ids: Only search these documents.
+        source_prefix: Only search documents whose doc_id starts with this prefix.
+        where: Extra Chroma metadata filter, e.g. ``{"kind": "heading"}``.
+
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    retriever: Any = Field(description="a proxypointer.retrieval.Retriever")
+    k: int | None = None
+    doc_ids: list[str] | None = None
+    source_prefix: str | None = None
+    where: dict[str, Any] | None = None
+
+    _pool: ThreadPoolExecutor | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_store(
+        cls,
+        store: str | Path | None = None,
+        config: ProxyPointerConfig | None = None,
+        embedder: Embedder | None = None,
+        **kwargs: Any,
+    ) -> ProxyPointerRetriever:
+        """Open an index and wrap it.
+
+        Args:
+            store: Store folder (default ``store.path`` of the config).
+            config: Configuration (default: built-in defaults).
+            embedder: Embedding model (default: the config's sentence-transformers model).
+            **kwargs: Fields of this class (``k``, ``doc_ids``, ``source_prefix``, ``where``).
+
+        Returns:
+            The retriever.
+
+        """
+        from ..pipeline import Index
+        from ..retrieval import Retriever
+
+        return cls(retriever=Retriever(Index(store, config, embedder)), **kwargs)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="proxypointer-retriever"
+            )
+        return self._pool
+
+    def _documents(self, query: str) -> list[Document]:
+        sections = self.retriever.retrieve(
+            query,
+            k=self.k,
+            where=self.where,
+            doc_ids=self.doc_ids,
+            source_prefix=self.source_prefix,
+        )
+        logger.debug("%d sections for %r", len(sections), query)
+        return [section_to_document(s) for s in sections]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self._executor().submit(self._documents, query).result()
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return await asyncio.wrap_future(self._executor().submit(self._documents, query))
+
+    def close(self) -> None:
+        """Release the index's registry and stop the worker thread (a later call starts anew)."""
+        if self._pool is not None:
+            self._pool.submit(self.retriever.index.close).result()
+            self._pool.shutdown(wait=True)
+            self._pool = None

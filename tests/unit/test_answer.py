@@ -1,0 +1,519 @@
+"""Answers with citations: prompt, citation parsing, and the real openai client over HTTP
+against a small OpenAI-compatible server on 127.0.0.1 (canned, malformed and slow replies)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from proxypointer.answer import (
+    NO_CONTEXT_ANSWER,
+    SYSTEM_PROMPT,
+    Answerer,
+    LLMError,
+    OpenAIChatClient,
+    build_messages,
+    format_block,
+    parse_citations,
+)
+from proxypointer.config import (
+    LLMConfig,
+    ProxyPointerConfig,
+    config_from_dict,
+    config_to_dict,
+    load_config,
+)
+from proxypointer.conversation import Session, Turn
+from proxypointer.errors import ConfigError
+
+pytest.importorskip("openai")
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- a tiny OpenAI-compatible server ----------------------------------------------------------
+def completion(content, model="test-model"):
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class FakeLLM:
+    """Scripted replies, one per request: ``(status, body, headers, delay_s)``; records requests."""
+
+    def __init__(self):
+        self.script: list[tuple[int, object, dict, float]] = []
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server naming
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                fake.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "json": json.loads(body),
+                    }
+                )
+                status, reply, headers, delay = (
+                    fake.script.pop(0) if fake.script else (500, {"error": "no script"}, {}, 0)
+                )
+                if delay:
+                    time.sleep(delay)
+                raw = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header(
+                        "Content-Type", headers.pop("Content-Type", "application/json")
+                    )
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply(self, content, status=200, headers=None, delay=0.0):
+        self.script.append(
+            (
+                status,
+                completion(content) if isinstance(content, str) else content,
+                dict(headers or {}),
+                delay,
+            )
+        )
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def llm_server():
+    fake = FakeLLM()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A store folder holding data/ indexed with the hashing embedder."""
+    from fakes import HashingEmbedder
+
+    from proxypointer.pipeline import Index
+
+    root = tmp_path_factory.mktemp("store")
+    index = Index(root, ProxyPointerConfig(), HashingEmbedder())
+    assert not index.ingest([DATA], show_progress=False).failed
+    index.close()
+    return root
+
+
+@pytest.fixture
+def open_index(store, fake_embedder):
+    from proxypointer.pipeline import Index
+
+    made = []
+
+    def _open(llm: LLMConfig | None = None):
+        idx = Index(store, ProxyPointerConfig(llm=llm or LLMConfig()), fake_embedder)
+        made.append(idx)
+        return idx
+
+    yield _open
+    for idx in made:
+        idx.close()
+
+
+def answerer_for(open_index, server, **llm):
+    from proxypointer.retrieval import Retriever
+
+    cfg = LLMConfig(
+        base_url=server.base_url, model="test-model", **{"max_retries": 0, "timeout_s": 5.0, **llm}
+    )
+    return Answerer(Retriever(open_index(cfg)))
+
+
+# -- citations and prompt ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "valid", "invalid"),
+    [
+        ("Paid at 90% [2].", (2,), ()),
+        ("See [1][3] and again [1].", (1, 3), ()),
+        ("Both [1, 2] say so; also [3; 1].", (1, 2, 3), ()),
+        ("Range [1-3] and [2\u20133].", (1, 2, 3), ()),
+        ("[Source 2] and [block #1] and [1 and 3]", (2, 1, 3), ()),
+        ("Made up [7], zero [0], real [2].", (2,), (7, 0)),
+        ("No citations here, only [a link](http://x) and [note].", (), ()),
+        ("A silly range [1-100000]", (1,), (100000,)),
+    ],
+)
+def test_parse_citations(text, valid, invalid):
+    assert parse_citations(text, 3) == (valid, invalid)
+
+
+def test_prompt_blocks_are_headed_by_citation_and_breadcrumb(open_index):
+    from proxypointer.retrieval import Retriever
+
+    sections = Retriever(open_index()).retrieve("parental leave pay", k=2)
+    messages = build_messages("How is parental leave paid?", sections)
+    assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    user = messages[1]["content"]
+    for i, s in enumerate(sections, 1):
+        header = f"[{i}] {s.citation} | {' > '.join(s.breadcrumb)}"
+        assert header in user
+        assert format_block(i, s) == f"{header}\n{s.text}"
+        assert s.text in user
+    assert user.rstrip().endswith("Question: How is parental leave paid?")
+    assert "only" in SYSTEM_PROMPT and "[1]" in SYSTEM_PROMPT
+
+
+# -- answers over HTTP ---------------------------------------------------------------------------
+def test_answer_with_citations_over_http(open_index, llm_server, monkeypatch):
+    monkeypatch.setenv("PP_TEST_KEY", "sk-test-123")
+    llm_server.reply("Parental leave is paid at 90% for six weeks [1]. See also [2] and [9].")
+    a = answerer_for(open_index, llm_server, api_key_env="PP_TEST_KEY", temperature=0.2)
+    ans = a.answer("How is parental leave paid?", k=3)
+
+    assert ans.text.startswith("Parental leave is paid")
+    assert ans.cited == (1, 2)
+    assert ans.invalid_citations == (9,)
+    assert [s.citation for s in ans.citations] == [
+        ans.sections[0].citation,
+        ans.sections[1].citation,
+    ]
+    assert len(ans.sections) == 3 and ans.model == "test-model"
+
+    (req,) = llm_server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["authorization"] == "Bearer sk-test-123"
+    body = req["json"]
+    assert body["model"] == "test-model" and body["temperature"] == 0.2
+    assert body["messages"][1]["content"].count(ans.sections[0].citation) == 1
+
+    d = ans.to_dict()
+    assert [c["block"] for c in d["citations"]] == [1, 2] and d["invalid_citations"] == [9]
+    json.dumps(d)
+    turn = ans.to_turn()
+    assert turn.breadcrumbs == (ans.sections[0].breadcrumb, ans.sections[1].breadcrumb)
+
+
+def test_uncited_answer_has_no_citations(open_index, llm_server):
+    llm_server.reply("The sources do not answer this.")
+    ans = answerer_for(open_index, llm_server).answer("What is the capital of France?")
+    assert ans.cited == () and ans.citations == () and ans.invalid_citations == ()
+    assert ans.to_turn().breadcrumbs == tuple(s.breadcrumb for s in ans.sections)
+
+
+def test_retry_after_server_error_then_success(open_index, llm_server):
+    llm_server.reply(
+        {"error": {"message": "overloaded"}}, status=503, headers={"retry-after-ms": "10"}
+    )
+    llm_server.reply("Four weeks [1].")
+    ans = answerer_for(open_index, llm_server, max_retries=1).answer("What is the notice period?")
+    assert ans.cited == (1,)
+    assert len(llm_server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "match"),
+    [
+        (200, {"id": "x", "object": "chat.completion", "choices": []}, "malformed reply"),
+        (200, completion(None), "malformed reply"),
+        (200, completion("   "), "malformed reply"),
+        (200, {"unexpected": True}, "malformed reply"),
+        (500, {"error": {"message": "boom"}}, "HTTP 500"),
+        (404, {"error": {"message": "model 'test-model' not found"}}, "HTTP 404"),
+        (401, {"error": {"message": "bad key"}}, r"refused the API key .*\$PP_NO_SUCH_KEY"),
+    ],
+)
+def test_malformed_and_error_replies_raise_llm_error(open_index, llm_server, status, body, match):
+    llm_server.reply(body, status=status)
+    a = answerer_for(open_index, llm_server, api_key_env="PP_NO_SUCH_KEY")
+    with pytest.raises(LLMError, match=match) as info:
+        a.answer("What is the notice period?")
+    assert llm_server.base_url in str(info.value)
+
+
+def test_non_json_body_raises_llm_error(open_index, llm_server):
+    llm_server.script.append((200, b"<html>gateway</html>", {"Content-Type": "text/html"}, 0))
+    with pytest.raises(LLMError, match="malformed reply"):
+        answerer_for(open_index, llm_server).answer("What is the notice period?")
+
+
+def test_timeout_raises_llm_error_after_retries(open_index, llm_server):
+    llm_server.reply("too late [1]", delay=1.5)
+    llm_server.reply("too late [1]", delay=1.5)
+    a = answerer_for(open_index, llm_server, timeout_s=0.3, max_retries=1)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match=r"no reply within llm.timeout_s=0.3 s \(after 1 retries\)"):
+        a.answer("What is the notice period?")
+    assert time.monotonic() - t0 < 5
+    assert len(llm_server.requests) == 2
+
+
+def test_connection_refused_raises_llm_error(open_index):
+    from proxypointer.retrieval import Retriever
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0, timeout_s=2)
+    with pytest.raises(LLMError, match="cannot connect"):
+        Answerer(Retriever(open_index(cfg))).answer("What is the notice period?")
+
+
+def test_no_sections_means_no_request(tmp_path, fake_embedder, llm_server):
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    cfg = LLMConfig(base_url=llm_server.base_url, model="m")
+    index = Index(tmp_path / "empty", ProxyPointerConfig(llm=cfg), fake_embedder)
+    index.ingest([], show_progress=False)
+    try:
+        ans = Answerer(Retriever(index)).answer("anything?")
+    finally:
+        index.close()
+    assert ans.text == NO_CONTEXT_ANSWER and ans.sections == () and llm_server.requests == []
+
+
+def test_without_llm_only_context(open_index):
+    from proxypointer.retrieval import Retriever
+
+    a = Answerer(Retriever(open_index()))
+    assert not a.configured
+    ctx = a.context("How is parental leave paid?", k=2)
+    assert len(ctx.sections) == 2 and ctx.query == ctx.question
+    with pytest.raises(ConfigError, match="llm: not configured"):
+        a.answer("How is parental leave paid?")
+    with pytest.raises(ConfigError):
+        OpenAIChatClient(LLMConfig())
+
+
+def test_context_budget_keeps_the_best_section(open_index):
+    from proxypointer.retrieval import Retriever
+
+    a = Answerer(Retriever(open_index()), max_context_chars=10)
+    ctx = a.context("How is parental leave paid?", k=3)
+    assert len(ctx.sections) == 1
+
+
+# -- conversations through the LLM ---------------------------------------------------------------
+def test_followup_without_rewrite_uses_previous_turn(open_index, llm_server):
+    llm_server.reply("It is paid at 90% [1].")
+    a = answerer_for(open_index, llm_server)
+    prev = Turn(
+        "Who is eligible for parental leave?",
+        breadcrumbs=(("Employee Handbook", "3 Leave", "3.2 Parental leave", "3.2.1 Eligibility"),),
+    )
+    ans = a.answer("how is it paid?", [prev])
+    assert ans.query.splitlines()[:2] == ["how is it paid?", "Who is eligible for parental leave?"]
+    assert ans.sections[0].title == "3.2.2 Pay during parental leave"
+    assert len(llm_server.requests) == 1  # no rewrite call
+
+
+def test_followup_rewritten_by_the_model(open_index, llm_server):
+    llm_server.reply('"How is parental leave paid?"')
+    llm_server.reply("At 90% for six weeks [1].")
+    a = answerer_for(open_index, llm_server, rewrite_followups=True)
+    prev = Turn("Who is eligible for parental leave?", "Employees with 26 weeks of service [1].")
+    ans = a.answer("how is it paid?", [prev])
+    assert ans.query == "How is parental leave paid?"
+    rewrite_req = llm_server.requests[0]["json"]["messages"][1]["content"]
+    assert "User: Who is eligible for parental leave?" in rewrite_req
+    assert "Assistant: Employees with 26 weeks" in rewrite_req
+    assert rewrite_req.endswith("User (last question): how is it paid?")
+    assert ans.cited == (1,)
+
+
+def test_failed_rewrite_falls_back_to_previous_turn(open_index, llm_server, caplog):
+    llm_server.reply({"error": {"message": "boom"}}, status=500)
+    llm_server.reply("At 90% [1].")
+    a = answerer_for(open_index, llm_server, rewrite_followups=True)
+    ans = a.answer("how is it paid?", ["Who is eligible for parental leave?"])
+    assert ans.query == "how is it paid?\nWho is eligible for parental leave?"
+    assert "could not rewrite" in caplog.text
+
+
+# -- config ----------------------------------------------------------------------------------------
+def test_llm_config_round_trips_through_yaml(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "llm:\n  base_url: http://127.0.0.1:11434/v1\n  model: llama3.2\n  api_key_env: ''\n"
+        "  timeout_s: 30\n  max_retries: 1\n  temperature: 0\n  rewrite_followups: true\n"
+    )
+    cfg = load_config(path)
+    assert cfg.llm == LLMConfig("http://127.0.0.1:11434/v1", "llama3.2", "", 30.0, 1, 0.0, True)
+    assert cfg.llm.configured
+    assert config_from_dict(config_to_dict(cfg)) == cfg
+    assert not ProxyPointerConfig().llm.configured
+
+
+def test_shipped_llm_example_config_loads():
+    cfg = load_config(ROOT / "configs" / "llm-example.yaml")
+    assert cfg.llm.configured and cfg.llm.api_key_env
+
+
+@pytest.mark.parametrize(
+    ("llm", "match"),
+    [
+        ({"base_url": "http://x/v1"}, "set both base_url and model"),
+        ({"model": "m"}, "set both base_url and model"),
+        ({"base_url": "localhost:8000", "model": "m"}, "llm.base_url: expected an http"),
+        ({"timeout_s": 0}, "llm.timeout_s"),
+        ({"max_retries": -1}, "llm.max_retries"),
+        ({"temperature": 3}, "llm.temperature"),
+        ({"api_key": "sk-secret"}, r"llm: unknown key\(s\) \['api_key'\]"),
+        ({"timeout_s": "slow"}, "llm.timeout_s: expected a number"),
+    ],
+)
+def test_bad_llm_config_is_refused(llm, match):
+    with pytest.raises(ConfigError, match=match):
+        config_from_dict({"llm": llm}, "c.yaml")
+
+
+# -- CLI --------------------------------------------------------------------------------
+@pytest.fixture
+def cli(store, fake_embedder, monkeypatch, tmp_path):
+    """Run ``proxypointer`` in-process on the shared store with the hashing embedder."""
+    from proxypointer import cli as cli_mod
+    from proxypointer.pipeline import Index
+
+    opened = []
+
+    def _index(args):
+        idx = Index(args.store, cli_mod._config(args), fake_embedder)
+        opened.append(idx)
+        return idx
+
+    monkeypatch.setattr(cli_mod, "_index", _index)
+
+    def run(*argv, config=None):
+        extra = ["--store", str(store)] + (["--config", str(config)] if config else [])
+        return cli_mod.main([*argv, *extra])
+
+    yield run
+    for idx in opened:
+        idx.close()
+
+
+def test_cli_ask_without_llm_prints_context_and_how_to_configure(cli, capsys):
+    assert cli("ask", "How is parental leave paid?", "-k", "2") == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("[1] employee-handbook.md#L")
+    assert "[2] " in out
+    assert "no LLM configured" in err and "llm:" in err and "configs/llm-example.yaml" in err
+
+
+def test_cli_ask_session_without_llm_uses_previous_turn(cli, capsys, store):
+    assert cli("ask", "Who is eligible for parental leave?", "--session", "nollm") == 0
+    capsys.readouterr()
+    assert cli("ask", "how is it paid?", "--session", "nollm", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["answer"] is None
+    assert data["query"].splitlines()[:2] == [
+        "how is it paid?",
+        "Who is eligible for parental leave?",
+    ]
+    assert data["sections"][0]["title"] == "3.2.2 Pay during parental leave"
+    turns = Session.load(store, "nollm").turns
+    assert len(turns) == 2 and turns[0].answer == "" and len(turns[0].breadcrumbs) == 3
+
+
+def test_cli_ask_with_llm_and_session(cli, capsys, llm_server, tmp_path, store):
+    config = tmp_path / "llm.yaml"
+    config.write_text(
+        f"llm:\n  base_url: {llm_server.base_url}\n  model: test-model\n  max_retries: 0\n"
+    )
+    llm_server.reply("Employees with 26 weeks of service qualify [1]. Not [4].")
+    llm_server.reply("At 90% for six weeks [1].")
+    assert (
+        cli(
+            "ask",
+            "Who is eligible for parental leave?",
+            "-k",
+            "3",
+            "--session",
+            "t1",
+            config=config,
+        )
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert out.startswith("Employees with 26 weeks")
+    assert "Sources:\n[1] employee-handbook.md#L" in out
+    assert "[4]" in err and "match no source" in err
+
+    assert cli("ask", "how is it paid?", "--session", "t1", "--json", config=config) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["query"].startswith("how is it paid?\nWho is eligible for parental leave?")
+    assert data["citations"][0]["block"] == 1
+
+    turns = Session.load(store, "t1").turns
+    assert [t.question for t in turns] == ["Who is eligible for parental leave?", "how is it paid?"]
+    assert turns[0].answer.startswith("Employees") and turns[0].citations
+
+
+def test_cli_ask_llm_failure_is_one_line_exit_1(cli, capsys, llm_server, tmp_path):
+    config = tmp_path / "llm.yaml"
+    config.write_text(
+        f"llm:\n  base_url: {llm_server.base_url}\n  model: test-model\n  max_retries: 0\n"
+    )
+    llm_server.reply({"error": {"message": "boom"}}, status=500)
+    assert cli("ask", "What is the notice period?", config=config) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: llm http://127.0.0.1") and "HTTP 500" in err
+
+
+def test_cli_ask_bad_session_name_exit_1(cli, capsys):
+    assert cli("ask", "What is the notice period?", "--session", "../x") == 1
+    assert "--session" in capsys.readouterr().err
+
+
+# -- import stays light ----------------------------------------------------------------------
+def test_import_does_not_load_heavy_packages():
+    code = (
+        "import sys, proxypointer, proxypointer.answer, proxypointer.conversation\n"
+        "import proxypointer.integrations\n"
+        "heavy = ('openai', 'torch', 'sentence_transformers', 'chromadb', 'langchain_core')\n"
+        "heavy = [m for m in heavy if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"

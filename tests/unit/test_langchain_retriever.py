@@ -1,0 +1,167 @@
+"""ProxyPointerRetriever: whole sections as LangChain Documents, sync and async, in LCEL."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: E402
+from langchain_core.output_parsers import StrOutputParser  # noqa: E402
+from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough  # noqa: E402
+
+from proxypointer.config import ProxyPointerConfig  # noqa: E402
+from proxypointer.integrations.langchain import ProxyPointerRetriever, section_to_document  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+QUESTION = "How is parental leave paid?"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from fakes import HashingEmbedder
+
+    from proxypointer.pipeline import Index
+
+    root = tmp_path_factory.mktemp("store")
+    index = Index(root, ProxyPointerConfig(), HashingEmbedder())
+    assert not index.ingest([DATA], show_progress=False).failed
+    index.close()
+    return root
+
+
+@pytest.fixture
+def lc_retriever(store, fake_embedder):
+    r = ProxyPointerRetriever.from_store(store, embedder=fake_embedder, k=3)
+    yield r
+    r.close()
+
+
+def _expected(store, fake_embedder, query, **kw):
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    index = Index(store, ProxyPointerConfig(), fake_embedder)
+    try:
+        return Retriever(index).retrieve(query, **kw)
+    finally:
+        index.close()
+
+
+def test_is_a_base_retriever_returning_whole_sections(lc_retriever, store, fake_embedder):
+    assert isinstance(lc_retriever, BaseRetriever)
+    docs = lc_retriever.invoke(QUESTION)
+    sections = _expected(store, fake_embedder, QUESTION, k=3)
+    assert len(docs) == 3
+    for d, s in zip(docs, sections, strict=True):
+        assert isinstance(d, Document)
+        assert d.page_content == s.text
+        assert d.id == f"{s.doc_id}#{s.node_id}"
+        m = d.metadata
+        assert m["doc_id"] == s.doc_id and m["node_id"] == s.node_id
+        assert m["breadcrumb"] == list(s.breadcrumb)
+        assert m["lines"] == [s.start_line, s.end_line]
+        assert m["citation"] == s.citation == f"employee-handbook.md#L{s.start_line}-L{s.end_line}"
+        assert m["score"] == pytest.approx(s.score)
+    lines = (DATA / "employee-handbook.md").read_text().splitlines()
+    first = docs[0].metadata["lines"]
+    assert docs[0].page_content == "\n".join(lines[first[0] - 1 : first[1]])
+
+
+def test_async_matches_sync(lc_retriever):
+    sync = lc_retriever.invoke(QUESTION)
+    async_docs = asyncio.run(lc_retriever.ainvoke(QUESTION))
+    assert [d.metadata["citation"] for d in async_docs] == [d.metadata["citation"] for d in sync]
+    many = asyncio.run(lc_retriever.abatch([QUESTION, "What is the notice period?"]))
+    assert many[0][0].metadata["citation"] == sync[0].metadata["citation"]
+    assert many[1][0].metadata["breadcrumb"][-1] == "6.1 Notice periods"
+
+
+def test_batch_runs_from_langchain_threads(lc_retriever):
+    out = lc_retriever.batch(
+        ["What is the notice period?", "How do I claim expenses?"], config={"max_concurrency": 2}
+    )
+    assert [docs[0].metadata["breadcrumb"][-1] for docs in out] == [
+        "6.1 Notice periods",
+        "2.2 Expenses",
+    ]
+
+
+def test_filters_and_k(store, fake_embedder):
+    r = ProxyPointerRetriever.from_store(
+        store, embedder=fake_embedder, k=2, doc_ids=["telemetry-gateway-spec"]
+    )
+    try:
+        docs = r.invoke(QUESTION)
+        r.close()  # releases the registry; the next call opens it again on a new worker thread
+        assert [d.id for d in r.invoke(QUESTION)] == [d.id for d in docs]
+    finally:
+        r.close()
+    assert len(docs) == 2 and {d.metadata["doc_id"] for d in docs} == {"telemetry-gateway-spec"}
+
+
+def test_wraps_an_existing_retriever(store, fake_embedder):
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    r = ProxyPointerRetriever(
+        retriever=Retriever(Index(store, ProxyPointerConfig(), fake_embedder)), k=1
+    )
+    try:
+        (doc,) = r.invoke("What is the notice period?")
+    finally:
+        r.close()
+    assert doc.metadata["breadcrumb"][-1] == "6.1 Notice periods"
+    assert (
+        section_to_document(_expected(store, fake_embedder, "What is the notice period?", k=1)[0])
+        == doc
+    )
+
+
+def test_in_an_lcel_chain_with_a_fake_chat_model(lc_retriever):
+    prompts = []
+
+    def format_docs(docs):
+        return "\n\n".join(
+            f"[{i}] {d.metadata['citation']} | {' > '.join(d.metadata['breadcrumb'])}\n"
+            f"{d.page_content}"
+            for i, d in enumerate(docs, 1)
+        )
+
+    def spy(prompt_value):
+        prompts.append(prompt_value.to_string())
+        return prompt_value
+
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Answer only from the numbered sources and cite them like [1]."),
+            ("human", "Sources:\n{context}\n\nQuestion: {question}"),
+        ]
+    )
+    model = FakeListChatModel(responses=["Parental leave pay is set out in [1]."])
+    chain = (
+        {"context": lc_retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | RunnableLambda(spy)
+        | model
+        | StrOutputParser()
+    )
+    assert chain.invoke(QUESTION) == "Parental leave pay is set out in [1]."
+    (sent,) = prompts
+    docs = lc_retriever.invoke(QUESTION)
+    assert f"[1] {docs[0].metadata['citation']} | " in sent
+    assert docs[0].page_content in sent and f"Question: {QUESTION}" in sent
+
+    model_async = FakeListChatModel(responses=["async answer [1]"])
+    achain = (
+        {"context": lc_retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | model_async
+    )
+    assert asyncio.run(achain.ainvoke(QUESTION)).content == "async answer [1]"
