@@ -18,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .config import ChunkingConfig
-from .tree import DocumentTree, Node, split_lines
 from .tokenizer import TokenCounter
+from .tree import DocumentTree, Node, split_lines
 
 __all__ = [
     "Chunk",
+    "TokenCountCache",
     "breadcrumb_text",
     "chunk_document",
     "document_hash",
@@ -184,10 +185,84 @@ class _Budget:
     room: int
 
 
+# Characters that str.split() treats as spaces but BERT's normaliser deletes (controls), so
+# that the words around them would be joined: texts holding one are counted exactly.
+_JOINING_CONTROLS = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
+
+
+def _sums_words(tokenizer: TokenCounter) -> bool:
+    """Tell whether word-piece counts add up over whitespace-separated words for ``tokenizer``.
+
+    Holds for tokenizers with a BERT normaliser and pre-tokenizer (all-MiniLM-L6-v2 and other
+    BERT-family models): words are cut at whitespace and punctuation before word pieces.
+    """
+    backend = getattr(tokenizer, "backend", None)
+    if backend is None:
+        return False
+    pre = type(getattr(backend, "pre_tokenizer", None)).__name__
+    norm = type(getattr(backend, "normalizer", None)).__name__
+    return pre == "BertPreTokenizer" and norm == "BertNormalizer"
+
+
+class TokenCountCache:
+    """A :class:`~proxypointer.tokenizer.TokenCounter` that counts each distinct word once.
+
+    ``RecursiveCharacterTextSplitter`` calls its length function on every candidate piece
+    (about 350 calls per qasper paper, each re-tokenising up to a whole section: two thirds
+    of the chunking time before this cache, docs/benchmarks.md). BERT-style tokenizers split
+    on whitespace before cutting word pieces, so a text's count is the sum of its words'
+    counts: each distinct word is tokenised once (in one batch per new text) and then looked
+    up. For other tokenizers the sum is only the splitter's estimate and every chunk's embed
+    text is counted exactly before it is accepted.
+
+    Share one instance across the documents of a run (``Index.ingest`` does) so that words
+    are counted once per run; it grows with the vocabulary of the corpus (a few MB).
+
+    Args:
+        tokenizer: The embedding model's tokenizer.
+
+    Attributes:
+        max_seq_length: As ``tokenizer``'s.
+        n_special: As ``tokenizer``'s.
+    """
+
+    def __init__(self, tokenizer: TokenCounter) -> None:
+        self.tok = tokenizer
+        self.max_seq_length = tokenizer.max_seq_length
+        self.n_special = tokenizer.n_special
+        self.words: dict[str, int] = {}
+        self.sums_words = _sums_words(tokenizer)
+
+    def learn(self, text: str) -> None:
+        """Count the words of ``text`` not seen yet, in one batch when the tokenizer can."""
+        new = [w for w in dict.fromkeys(text.split()) if w not in self.words]
+        if not new:
+            return
+        batch = getattr(self.tok, "count_batch", None)
+        counts = batch(new) if batch is not None else [self.tok.count(w) for w in new]
+        self.words.update(zip(new, counts, strict=True))
+
+    def estimate(self, text: str) -> int:
+        """Word pieces of ``text`` as the sum of its words' counts (special tokens excluded)."""
+        words = self.words
+        try:
+            return sum(words[w] for w in text.split())
+        except KeyError:
+            self.learn(text)
+            return sum(words[w] for w in text.split())
+
+    def count(self, text: str) -> int:
+        """Exact word pieces of ``text``, special tokens excluded."""
+        if self.sums_words and not _JOINING_CONTROLS.search(text):
+            return self.estimate(text)
+        return self.tok.count(text)
+
+
 class _Chunker:
     def __init__(self, config: ChunkingConfig, tokenizer: TokenCounter) -> None:
         self.config = config
         self.tok = tokenizer
+        self.counts = tokenizer if isinstance(tokenizer, TokenCountCache) else TokenCountCache(tokenizer)
         # The separator between breadcrumb and text ("\n") adds no word piece for BERT
         # tokenizers; the fit check below measures the real embed text anyway.
         self.limit = tokenizer.max_seq_length - tokenizer.n_special
@@ -196,7 +271,7 @@ class _Chunker:
     def budget(self, breadcrumb: tuple[str, ...]) -> tuple[tuple[str, ...], _Budget]:
         sep = self.config.breadcrumb_separator
         header = breadcrumb_text(breadcrumb, sep)
-        n = self.tok.count(header) if header else 0
+        n = self.counts.count(header) if header else 0
         if n > self.limit // 2 and len(breadcrumb) > 2:
             original = breadcrumb
             # Keep the root and the nearest titles; elide the middle (case 24).
@@ -205,17 +280,17 @@ class _Chunker:
                 tail.pop(0)
                 candidate = (breadcrumb[0], "...", *tail)
                 header = breadcrumb_text(candidate, sep)
-                n = self.tok.count(header)
+                n = self.counts.count(header)
                 if n <= self.limit // 2:
                     break
             breadcrumb = (breadcrumb[0], "...", *tail)
             logger.warning(
-                "breadcrumb of %d tokens shortened to %d: %s", self.tok.count(breadcrumb_text(original, sep)), n, header
+                "breadcrumb of %d tokens shortened to %d: %s", self.counts.count(breadcrumb_text(original, sep)), n, header
             )
         room = min(self.config.chunk_tokens, self.limit - n - 1)
         if room < 8:
             header = breadcrumb_text((breadcrumb[-1][:80],), sep)
-            n = self.tok.count(header)
+            n = self.counts.count(header)
             room = min(self.config.chunk_tokens, self.limit - n - 1)
             logger.warning("breadcrumb too long for the model; kept only %r", header)
         return breadcrumb, _Budget(header, n, max(room, 8))
@@ -226,11 +301,12 @@ class _Chunker:
         return f"{header}\n{text}" if text else header
 
     def fits(self, text: str) -> bool:
-        return self.tok.count(text) <= self.limit
+        return self.counts.count(text) <= self.limit
 
     def split(self, text: str, room: int, overlap: int, header: str) -> list[str]:
         """Split ``text`` into pieces whose embed text fits the model, each a substring."""
-        pieces = _splitter(room, overlap, self.tok.count).split_text(text)
+        self.counts.learn(text)
+        pieces = _splitter(room, overlap, self.counts.estimate).split_text(text)
         out: list[str] = []
         for piece in pieces:
             if self.fits(self.embed_text(header, piece)):
@@ -388,7 +464,7 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
                 _make(tree, doc_hash, version, node.node_id, 0, node.kind, node.title, node.level, node.parent_id,
                       breadcrumb, (node.start_line, node.end_line, node.body_end_line),
                       (node.start_line, node.body_end_line), "", embed,
-                      chunker.tok.count(embed) + chunker.tok.n_special, empty=True)
+                      chunker.counts.count(embed) + chunker.tok.n_special, empty=True)
             )
             continue
         breadcrumb, budget = chunker.budget(_breadcrumb(tree, node, cfg.breadcrumb))
@@ -406,7 +482,7 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
             chunks.append(
                 _make(tree, doc_hash, version, node.node_id, i, node.kind, node.title, node.level, node.parent_id,
                       breadcrumb, (node.start_line, node.end_line, node.body_end_line), (start, end),
-                      piece, embed, chunker.tok.count(embed) + chunker.tok.n_special)
+                      piece, embed, chunker.counts.count(embed) + chunker.tok.n_special)
             )
     return chunks
 
@@ -437,6 +513,6 @@ def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: 
         node_id = f"w{i + 1:04d}"
         chunks.append(
             _make(tree, doc_hash, version, node_id, 0, "window", tree.title, 0, "", breadcrumb,
-                  (start, end, end), (start, end), piece, embed, chunker.tok.count(embed) + chunker.tok.n_special)
+                  (start, end, end), (start, end), piece, embed, chunker.counts.count(embed) + chunker.tok.n_special)
         )
     return chunks

@@ -1,0 +1,505 @@
+"""The evaluation harness: systems, cached ingestion, runs over scopes, reports.
+
+Every system of a run uses the same embedding model and store type. Each system ingests into
+its own store folder ``<cache>/<strategy>-<breadcrumb>-<hash>``, the hash covering the model,
+the tree and chunking settings and the benchmark folder, so a second run embeds nothing
+(systems that differ only in retrieval settings share a store). Metrics are defined in
+:mod:`proxypointer.evaluation`; docs/evaluation.md describes the systems and the numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .assembly import LexicalIndex, cut_to_tokens, rank_sections
+from .config import ProxyPointerConfig, config_from_dict, config_to_dict
+from .errors import ConfigError
+from .evaluation import (
+    METRICS,
+    Benchmark,
+    Delivered,
+    Unit,
+    bootstrap_interval,
+    budget_hit,
+    delivered_ranges,
+    hit_at,
+    paired_difference,
+    recall_at,
+    reciprocal_rank,
+    tokens_at,
+)
+from .store import Hit
+from .tree import slice_lines, split_lines
+
+__all__ = [
+    "SYSTEMS",
+    "EvalSettings",
+    "SystemSpec",
+    "ingest_systems",
+    "plot_budgets",
+    "run_evaluation",
+    "settings_from_dict",
+    "system_specs",
+    "to_markdown",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Built-in systems, in report order.
+SYSTEMS = ("proxypointer", "flat", "flat-title", "sections-no-breadcrumb", "bm25-sections")
+
+#: Default query template per scope; ``{title}`` is the document's first heading.
+DEFAULT_TEMPLATES = {"doc": "{question}", "corpus": "{title}. {question}"}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSettings:
+    """What one evaluation run measures.
+
+    Attributes:
+        benchmark: Benchmark folder (``docs/*.md``, ``questions.jsonl``).
+        systems: Systems to run: built-in names (:data:`SYSTEMS`) or variant names.
+        scopes: ``doc`` (search only the question's document) and/or ``corpus``.
+        query_templates: Template per scope with ``{question}`` and ``{title}``.
+        k: Cut-off of hit@k reported as the headline (hit@1/3/5 and MRR@10 are all reported).
+        budgets: Context budgets in word pieces of the embedding model's tokenizer.
+        limit_docs: Evaluate only the first N documents (sorted by doc_id); 0 = all.
+        bootstrap: Bootstrap samples for the 95% intervals (resampling documents).
+        seed: Seed of the bootstrap.
+        cache: Folder of the per-system stores.
+    """
+
+    benchmark: str = ""
+    systems: tuple[str, ...] = SYSTEMS
+    scopes: tuple[str, ...] = ("doc", "corpus")
+    query_templates: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TEMPLATES))
+    k: int = 5
+    budgets: tuple[int, ...] = (500, 1000, 2000, 4000)
+    limit_docs: int = 0
+    bootstrap: int = 1000
+    seed: int = 0
+    cache: str = ".proxypointer/eval-cache"
+
+    def __post_init__(self) -> None:
+        if not self.systems:
+            raise ConfigError("systems: expected at least one system")
+        bad = [s for s in self.scopes if s not in ("doc", "corpus")]
+        if bad or not self.scopes:
+            raise ConfigError(f"scopes: expected 'doc' and/or 'corpus', got {list(self.scopes)}")
+        for scope, template in self.query_templates.items():
+            try:
+                template.format(question="q", title="t")
+            except (KeyError, IndexError, ValueError) as err:
+                raise ConfigError(
+                    f"query_templates.{scope}: {template!r} is not a template with {{question}} and {{title}} ({err})"
+                ) from err
+        if self.k < 1 or any(b < 1 for b in self.budgets) or self.limit_docs < 0 or self.bootstrap < 1:
+            raise ConfigError("k, budgets and bootstrap must be >= 1 and limit_docs >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSpec:
+    """One system under test.
+
+    Attributes:
+        name: Report name.
+        kind: ``dense`` (an Index with the embedding model) or ``bm25`` (bm25s over chunks).
+        config: Its full pipeline configuration.
+        assemble: Deliver with ``Retriever.assemble`` under each budget; otherwise the
+            returned units' whole texts in rank order.
+    """
+
+    name: str
+    kind: str
+    config: ProxyPointerConfig
+    assemble: bool
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _builtin(name: str, base: ProxyPointerConfig) -> SystemSpec:
+    d = config_to_dict(base)
+    plain = config_to_dict(ProxyPointerConfig())["retrieval"]
+    size = base.chunking.chunk_tokens
+    over: dict[str, dict[str, Any]] = {
+        "flat": {"chunking": {"strategy": "windows", "breadcrumb": "none", "window_tokens": size}, "retrieval": plain},
+        "flat-title": {"chunking": {"strategy": "windows", "breadcrumb": "title", "window_tokens": size},
+                       "retrieval": plain},
+        "sections-no-breadcrumb": {"chunking": {"strategy": "sections", "breadcrumb": "none"}, "retrieval": plain},
+        "bm25-sections": {"chunking": {"strategy": "sections", "breadcrumb": "path"}, "retrieval": plain},
+    }.get(name, {})
+    if name not in SYSTEMS:
+        raise ConfigError(f"systems: unknown system {name!r}; built-in: {list(SYSTEMS)} or a name under variants")
+    cfg = config_from_dict(_merge(d, over), f"system {name}")
+    return SystemSpec(name, "bm25" if name == "bm25-sections" else "dense", cfg, name == "proxypointer")
+
+
+def system_specs(
+    names: Sequence[str], base: ProxyPointerConfig, variants: dict[str, dict[str, Any]] | None = None
+) -> list[SystemSpec]:
+    """Resolve system names into specs.
+
+    Args:
+        names: Built-in names or keys of ``variants``.
+        base: The configured pipeline (the ``proxypointer`` system; baselines derive from it).
+        variants: ``name -> {"base": builtin, "pipeline": {overrides}, "assemble": bool}``.
+
+    Returns:
+        One spec per name, in order.
+
+    Raises:
+        ConfigError: On an unknown name, a bad variant, or a variant with another model.
+    """
+    out = []
+    for name in names:
+        if variants and name in variants:
+            v = dict(variants[name])
+            unknown = sorted(set(v) - {"base", "pipeline", "assemble"})
+            if unknown:
+                raise ConfigError(f"variants.{name}: unknown key(s) {unknown}; valid: base, pipeline, assemble")
+            parent = _builtin(str(v.get("base", "proxypointer")), base)
+            cfg = config_from_dict(_merge(config_to_dict(parent.config), v.get("pipeline") or {}), f"variants.{name}")
+            if cfg.embedding.model != base.embedding.model:
+                raise ConfigError(f"variants.{name}: every system uses the run's model {base.embedding.model!r}")
+            out.append(SystemSpec(name, parent.kind, cfg, bool(v.get("assemble", parent.assemble))))
+        else:
+            out.append(_builtin(name, base))
+    return out
+
+
+class _MemoEmbedder:
+    """Shares one model between systems and remembers query vectors."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._queries: dict[str, np.ndarray] = {}
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.inner.tokenizer
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.inner.encode(texts)
+
+    def encode_query(self, query: str) -> np.ndarray:
+        if query not in self._queries:
+            enc = getattr(self.inner, "encode_query", None)
+            self._queries[query] = enc(query) if enc else self.inner.encode([query])[0]
+        return self._queries[query]
+
+
+def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: str) -> Path:
+    """Store folder of a system: keyed by model, tree and chunking settings and the benchmark."""
+    d = config_to_dict(spec.config)
+    key = json.dumps({"model": model, "tree": d["tree"], "chunking": d["chunking"],
+                      "benchmark": str(bench.root.resolve())}, sort_keys=True)
+    c = spec.config.chunking
+    return Path(cache) / f"{c.strategy}-{c.breadcrumb}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+
+
+class _Runner:
+    """Ranked units and delivered texts of one system for one query."""
+
+    def __init__(self, spec: SystemSpec, bench: Benchmark, embedder: Any, cache: str | Path, show_progress: bool):
+        self.spec, self.bench, self.tok = spec, bench, embedder.tokenizer
+        self._offsets: dict[str, list[int]] = {}
+        self._counts: dict[tuple[str, int, int], int] = {}
+        self._split: dict[str, list[str]] = {}
+        if spec.kind == "dense":
+            from .pipeline import Index
+            from .retrieval import Retriever
+
+            self.index = Index(store_folder(spec, bench, cache, embedder.name), spec.config, embedder)
+            report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)
+            logger.info("%s: %s", spec.name, report.summary())
+            self.retriever = Retriever(self.index)
+        else:
+            self._build_bm25()
+
+    def close(self) -> None:
+        if self.spec.kind == "dense":
+            self.index.close()
+
+    def _build_bm25(self) -> None:
+        from .chunking import chunk_document
+        from .store import chunk_metadata
+
+        hits = []
+        for doc_id, text in self.bench.texts.items():
+            tree = build_tree_cached(text, doc_id, self.spec.config)
+            for c in chunk_document(tree, text, self.tok, self.spec.config.chunking):
+                hits.append(Hit(c.chunk_id, c.embed_text, chunk_metadata(c, str(self.bench.paths[doc_id])), 0.0))
+        self.lexical = LexicalIndex(hits)
+
+    def _lines(self, doc_id: str) -> list[str]:
+        if doc_id not in self._split:
+            self._split[doc_id] = split_lines(self.bench.texts[doc_id])
+        return self._split[doc_id]
+
+    def offset(self, doc_id: str, line: int) -> int:
+        if doc_id not in self._offsets:
+            self._offsets[doc_id] = self.bench.line_offsets(doc_id)
+        return self._offsets[doc_id][line - 1]
+
+    def count(self, doc_id: str, start: int, end: int, text: str) -> int:
+        key = (doc_id, start, end)
+        if key not in self._counts:
+            self._counts[key] = self.tok.count(text)
+        return self._counts[key]
+
+    def ranked(self, query: str, doc_ids: list[str] | None, k: int) -> list[tuple[str, int, int, str]]:
+        """``(doc_id, start_line, end_line, text)`` of the k best units, best first."""
+        if self.spec.kind == "dense":
+            if self.spec.config.retrieval.follow_references:  # docs/evaluation.md, "Cross-references"
+                secs = self.retriever.retrieve_with_references(query, k=k, doc_ids=doc_ids, interleave=True)
+            else:
+                secs = self.retriever.retrieve(query, k=k, doc_ids=doc_ids)
+            return [(s.doc_id, s.start_line, s.end_line, s.text) for s in secs]
+        allowed = set(doc_ids) if doc_ids else None
+        hits = self.lexical.search(query, 50 * k, (lambda h: h.metadata["doc_id"] in allowed) if allowed else None)
+        out = []
+        for group in rank_sections(hits)[:k]:
+            m = group[0].metadata
+            a, b = int(m["start_line"]), int(m["end_line"])
+            out.append((m["doc_id"], a, b, slice_lines(self._lines(m["doc_id"]), a, b)))
+        return out
+
+    def evaluate(self, query: str, doc_ids: list[str] | None, budgets: Sequence[int]) -> tuple[list[Unit], dict]:
+        """Units (top 10) and, per budget, the delivered character ranges."""
+        k_all = 10 + max(budgets) // 100
+        ranked = self.ranked(query, doc_ids, k_all)
+        units = [Unit(d, a, b, self.count(d, a, b, t)) for d, a, b, t in ranked]
+        deliveries: dict[int, list[tuple[str, int, int]]] = {}
+        for budget in budgets:
+            if self.spec.assemble:
+                secs = self.retriever.assemble(query, budget, doc_ids=doc_ids)
+                if self.spec.config.retrieval.follow_references:  # cited sections displace the tail
+                    secs = self.retriever.add_references(secs, interleave=True)
+                blocks = [Delivered(s.doc_id, self.offset(s.doc_id, s.delivered_start_line), s.delivered_text,
+                                    s.delivered_tokens) for s in secs]
+            else:
+                blocks = [Delivered(u.doc_id, self.offset(u.doc_id, u.start_line), t, u.tokens)
+                          for u, (_, _, _, t) in zip(units, ranked, strict=True)]
+            deliveries[budget] = delivered_ranges(blocks, budget, lambda t, n: cut_to_tokens(t, n, self.tok),
+                                                  self.tok.count)
+        return units[:10], deliveries
+
+
+_TREES: dict[tuple[str, str], Any] = {}
+
+
+def build_tree_cached(text: str, doc_id: str, config: ProxyPointerConfig) -> Any:
+    """Skeleton tree of a benchmark document (cached per doc_id and tree settings)."""
+    from .tree import build_tree
+
+    key = (doc_id, json.dumps(config_to_dict(config)["tree"], sort_keys=True))
+    if key not in _TREES:
+        _TREES[key] = build_tree(text, doc_id, config.tree)
+    return _TREES[key]
+
+
+def ingest_systems(
+    bench: Benchmark, config: ProxyPointerConfig, settings: EvalSettings, specs: Sequence[SystemSpec],
+    embedder: Any = None, show_progress: bool = False,
+) -> None:
+    """Fill (sync) the store of every dense system without evaluating: a cache warm-up."""
+    if embedder is None:
+        from .embedding import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(config.embedding)
+    for spec in specs:
+        if spec.kind == "dense":
+            _Runner(spec, bench, _MemoEmbedder(embedder), settings.cache, show_progress).close()
+
+
+def run_evaluation(
+    bench: Benchmark,
+    config: ProxyPointerConfig,
+    settings: EvalSettings,
+    specs: Sequence[SystemSpec],
+    embedder: Any = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """Run every system over every scope and question.
+
+    Args:
+        bench: Loaded benchmark.
+        config: The configured pipeline (saved beside the numbers).
+        settings: Scopes, templates, budgets, bootstrap.
+        specs: Systems (see :func:`system_specs`).
+        embedder: Embedding model shared by all systems; default sentence-transformers with
+            ``config.embedding``.
+        show_progress: tqdm bars on stderr.
+
+    Returns:
+        JSON-ready results: ``benchmark``, ``config``, ``n_questions``, ``systems`` (means per
+        system and scope), ``intervals`` (95% bootstrap over documents), ``paired``
+        (``proxypointer`` minus each other system, with intervals), ``settings``,
+        ``system_configs`` and ``per_question`` values.
+    """
+    from tqdm import tqdm
+
+    if embedder is None:
+        from .embedding import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(config.embedding)
+    memo = _MemoEmbedder(embedder)
+    names = [f"budget_hit@{b}" for b in settings.budgets]
+    values: dict[str, dict[str, dict[str, list[float]]]] = {}
+    groups = [q.doc_id for q in bench.questions]
+    all_docs = sorted(bench.paths) if settings.limit_docs else None
+    for spec in specs:
+        runner = _Runner(spec, bench, memo, settings.cache, show_progress)
+        values[spec.name] = {}
+        for scope in settings.scopes:
+            template = settings.query_templates.get(scope, DEFAULT_TEMPLATES[scope])
+            vals: dict[str, list[float]] = {m: [] for m in (*METRICS, *names)}
+            for q in tqdm(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress, leave=False):
+                query = template.format(question=q.question, title=q.title)
+                units, deliveries = runner.evaluate(query, [q.doc_id] if scope == "doc" else all_docs,
+                                                    settings.budgets)
+                for k in (1, 3, 5):
+                    vals[f"hit@{k}"].append(hit_at(units, q.spans, k))
+                vals["mrr@10"].append(reciprocal_rank(units, q.spans, 10))
+                vals["recall@5"].append(recall_at(units, q.spans, 5))
+                vals["tokens@5"].append(tokens_at(units, 5))
+                for b, name in zip(settings.budgets, names, strict=True):
+                    vals[name].append(budget_hit(deliveries[b], q.spans))
+            values[spec.name][scope] = vals
+            logger.info("%s/%s: hit@5 %.3f budget_hit@%d %.3f", spec.name, scope, float(np.mean(vals["hit@5"])),
+                        settings.budgets[-1], float(np.mean(vals[names[-1]])))
+        runner.close()
+    return _summarise(bench, config, settings, specs, values, groups)
+
+
+def _summarise(bench: Benchmark, config: ProxyPointerConfig, settings: EvalSettings, specs: Sequence[SystemSpec],
+               values: dict, groups: list[str]) -> dict[str, Any]:
+    nb, seed = settings.bootstrap, settings.seed
+    systems: dict[str, Any] = {}
+    intervals: dict[str, Any] = {}
+    for name, by_scope in values.items():
+        systems[name], intervals[name] = {}, {}
+        for scope, vals in by_scope.items():
+            stats = {m: bootstrap_interval(v, groups, nb, seed) for m, v in vals.items()}
+            systems[name][scope] = {m: round(s[0], 4) for m, s in stats.items()}
+            intervals[name][scope] = {m: [round(s[1], 4), round(s[2], 4)] for m, s in stats.items()}
+    paired: dict[str, Any] = {}
+    ref = "proxypointer" if "proxypointer" in values else specs[0].name
+    for name in values:
+        if name == ref:
+            continue
+        paired[f"{ref} - {name}"] = {
+            scope: {m: dict(zip(("diff", "low", "high"),  # noqa: B905
+                                (round(x, 4) for x in paired_difference(values[ref][scope][m], v, groups, nb, seed))))
+                    for m, v in vals.items()}
+            for scope, vals in values[name].items() if scope in values[ref]
+        }
+    return {
+        "benchmark": str(bench.root),
+        "config": config_to_dict(config),
+        "n_questions": len(bench.questions),
+        "n_documents": len(bench.paths),
+        "skipped_questions": bench.skipped,
+        "systems": systems,
+        "intervals": intervals,
+        "paired": paired,
+        "settings": {**dataclasses.asdict(settings), "systems": list(settings.systems)},
+        "system_configs": {s.name: {"kind": s.kind, "assemble": s.assemble, **config_to_dict(s.config)}
+                           for s in specs},
+        "per_question": {"ids": [q.id for q in bench.questions], "doc_ids": groups, "values": values},
+    }
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """Tables per scope (means, 95% intervals on hit@5 and budget hits) and paired differences."""
+    lines: list[str] = []
+    first = next(iter(result["systems"].values()))
+    for scope in first:
+        metrics = list(first[scope])
+        lines += [f"### scope: {scope} ({result['n_questions']} questions, {result['n_documents']} documents)", "",
+                  "| system | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+        for name, by_scope in result["systems"].items():
+            cells = []
+            for m in metrics:
+                v = by_scope[scope][m]
+                if m == "tokens@5":
+                    cells.append(f"{v:.0f}")
+                elif m == "hit@5" or m.startswith("budget_hit"):
+                    lo, hi = result["intervals"][name][scope][m]
+                    cells.append(f"{v:.3f} [{lo:.3f}, {hi:.3f}]")
+                else:
+                    cells.append(f"{v:.3f}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if result["paired"]:
+            keys = [m for m in metrics if m == "hit@5" or m.startswith("budget_hit")]
+            lines += ["| paired difference | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+            for pair, by_scope in result["paired"].items():
+                if scope in by_scope:
+                    cells = [f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+                             for d in (by_scope[scope][m] for m in keys)]
+                    lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def plot_budgets(result: dict[str, Any], path: str | Path) -> Path:
+    """Save a PNG of budget_hit against budget, one panel per scope, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    first = next(iter(result["systems"].values()))
+    scopes = list(first)
+    fig, axes = plt.subplots(1, len(scopes), figsize=(5.5 * len(scopes), 4), squeeze=False)
+    for ax, scope in zip(axes[0], scopes, strict=True):
+        for name, by_scope in result["systems"].items():
+            pts = sorted((int(m.split("@")[1]), v) for m, v in by_scope[scope].items() if m.startswith("budget_hit@"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("context budget (word pieces)")
+        ax.set_ylabel("budget_hit")
+        ax.set_title(f"{Path(result['benchmark']).name}, scope {scope}")
+        ax.grid(True, alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def settings_from_dict(data: dict[str, Any], source: str = "<experiment>") -> EvalSettings:
+    """Validate the evaluation keys of an experiment mapping (unknown keys are refused)."""
+    names = [f.name for f in dataclasses.fields(EvalSettings)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys: {names} plus pipeline, variants")
+    d = dict(data)
+    for key in ("systems", "scopes", "budgets"):
+        if key in d:
+            d[key] = tuple(d[key])
+    if "query_templates" in d:
+        d["query_templates"] = {**DEFAULT_TEMPLATES, **d["query_templates"]}
+    try:
+        return EvalSettings(**d)
+    except (ConfigError, TypeError) as err:
+        raise ConfigError(f"{source}: {err}") from err
+

@@ -1,0 +1,343 @@
+"""Evaluation: hit@k, MRR@10, recall@5 and equal-context-budget hits over a QA benchmark.
+
+A benchmark folder holds ``docs/*.md`` and ``questions.jsonl`` with ``{id, doc_id, question,
+evidence_spans: [{start, end}, ...]}``; offsets are 0-based half-open ``[start, end)``
+character offsets into the UTF-8 text of ``docs/<doc_id>.md`` as read from disk. They are
+mapped onto the normalised text that ``read_document`` gives (BOM dropped, CRLF -> LF) and
+then onto 1-based inclusive lines with ``tree.split_lines``. Systems and the harness that runs
+them live in :mod:`proxypointer.evalrun`; this module holds the data and the metrics.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, DocumentError
+from .tree import build_tree, normalise_text, split_lines
+
+__all__ = [
+    "METRICS",
+    "Benchmark",
+    "Delivered",
+    "EvidenceSpan",
+    "Question",
+    "Unit",
+    "bootstrap_interval",
+    "budget_hit",
+    "delivered_ranges",
+    "hit_at",
+    "load_benchmark",
+    "paired_difference",
+    "recall_at",
+    "reciprocal_rank",
+    "tokens_at",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Metrics per question, in report order (budget metrics are added per budget).
+METRICS = ("hit@1", "hit@3", "hit@5", "mrr@10", "recall@5", "tokens@5")
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSpan:
+    """One gold evidence span in a document's normalised text.
+
+    Attributes:
+        doc_id: Document id.
+        start: First character, 0-based, inclusive (normalised text).
+        end: Character after the last one, 0-based, exclusive.
+        start_line: Line holding ``start``, 1-based inclusive.
+        end_line: Line holding ``end - 1``, 1-based inclusive.
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One benchmark question with at least one evidence span.
+
+    Attributes:
+        id: Question id.
+        doc_id: Document that answers it.
+        question: Question text.
+        title: The document's first heading (``{title}`` in query templates).
+        spans: Gold evidence spans.
+    """
+
+    id: str
+    doc_id: str
+    question: str
+    title: str
+    spans: tuple[EvidenceSpan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One returned unit (section or window) of a ranked list.
+
+    Attributes:
+        doc_id: Document id.
+        start_line: First line, 1-based inclusive.
+        end_line: Last line, 1-based inclusive.
+        tokens: Word pieces of its text (embedding model's tokenizer, no special tokens).
+    """
+
+    doc_id: str
+    start_line: int
+    end_line: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """Text delivered to a reader, in delivery order.
+
+    Attributes:
+        doc_id: Document id.
+        start: Character offset of ``text`` in the normalised document, 0-based.
+        text: The delivered text, an exact substring of the normalised document.
+        tokens: Word pieces of ``text`` when known (-1: count them).
+    """
+
+    doc_id: str
+    start: int
+    text: str
+    tokens: int = -1
+
+
+@dataclass(slots=True)
+class Benchmark:
+    """A loaded benchmark: documents (normalised text, title) and questions.
+
+    Attributes:
+        root: Benchmark folder.
+        name: Folder name (e.g. ``qasper-dev``).
+        paths: ``doc_id -> docs/<doc_id>.md``, for the selected documents.
+        texts: ``doc_id -> normalised text``.
+        titles: ``doc_id -> first heading``.
+        questions: Questions with evidence spans, on the selected documents, file order.
+        skipped: Questions without evidence spans (not evaluated).
+    """
+
+    root: Path
+    name: str
+    paths: dict[str, Path]
+    texts: dict[str, str]
+    titles: dict[str, str]
+    questions: list[Question]
+    skipped: int = 0
+
+    def line_offsets(self, doc_id: str) -> list[int]:
+        """Character offset of the start of each line (index 0 is line 1)."""
+        out, pos = [], 0
+        for line in split_lines(self.texts[doc_id]):
+            out.append(pos)
+            pos += len(line) + 1
+        return out
+
+
+def _literal(value: Any) -> Any:
+    """Parse a field that may be a JSON value or a Python-literal string (QASPER export)."""
+    if isinstance(value, str):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return value
+    return value
+
+
+def _to_normalised(raw: str, offset: int) -> int:
+    """Map a character offset in raw file text onto the normalised text."""
+    return len(normalise_text(raw[:offset])) if ("\r" in raw or raw.startswith("\ufeff")) else offset
+
+
+def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark:
+    """Read a benchmark folder.
+
+    Args:
+        root: Folder with ``docs/*.md`` and ``questions.jsonl``.
+        limit_docs: Keep only the first N documents (sorted by doc_id) that have questions
+            with evidence spans; ``None`` keeps all.
+
+    Returns:
+        The benchmark; questions without evidence spans are counted in ``skipped``.
+
+    Raises:
+        ConfigError: If the folder or ``questions.jsonl`` is missing or malformed.
+        DocumentError: If a document cannot be read.
+    """
+    root = Path(root)
+    qfile = root / "questions.jsonl"
+    if not qfile.is_file() or not (root / "docs").is_dir():
+        raise ConfigError(f"{root}: expected docs/*.md and questions.jsonl; check --benchmark")
+    rows = []
+    for n, line in enumerate(qfile.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rows.append((n, row["id"], str(row["doc_id"]), row["question"], _literal(row.get("evidence_spans")) or []))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ConfigError(f"{qfile}:{n}: bad question record ({err}); expected id, doc_id, question") from err
+    with_spans = sorted({r[2] for r in rows if r[4]})
+    keep = set(with_spans[:limit_docs] if limit_docs else with_spans)
+    bench = Benchmark(root, root.name, {}, {}, {}, [])
+    raws: dict[str, str] = {}
+    for doc_id in sorted(keep):
+        path = root / "docs" / f"{doc_id}.md"
+        try:
+            raws[doc_id] = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise DocumentError(f"{path}: cannot read benchmark document ({err})") from err
+        text = normalise_text(raws[doc_id])
+        bench.paths[doc_id], bench.texts[doc_id] = path, text
+        bench.titles[doc_id] = build_tree(text, doc_id).title
+    offsets: dict[str, list[int]] = {}
+    for n, qid, doc_id, question, spans in rows:
+        if not spans:
+            bench.skipped += 1
+            continue
+        if doc_id not in keep:
+            continue
+        if doc_id not in offsets:
+            offsets[doc_id] = bench.line_offsets(doc_id)
+        starts, raw, out = offsets[doc_id], raws[doc_id], []
+        for s in spans:
+            try:
+                a, b = _to_normalised(raw, int(s["start"])), _to_normalised(raw, int(s["end"]))
+            except (KeyError, TypeError, ValueError) as err:
+                raise ConfigError(f"{qfile}:{n}: evidence span without integer start/end ({err})") from err
+            if not 0 <= a < b <= len(bench.texts[doc_id]):
+                raise ConfigError(f"{qfile}:{n}: evidence span [{a}, {b}) outside docs/{doc_id}.md")
+            out.append(EvidenceSpan(doc_id, a, b, bisect.bisect_right(starts, a), bisect.bisect_right(starts, b - 1)))
+        bench.questions.append(Question(str(qid), doc_id, question, bench.titles[doc_id], tuple(out)))
+    logger.info("%s: %d documents, %d questions (%d without evidence spans skipped)",
+                bench.name, len(bench.paths), len(bench.questions), bench.skipped)
+    return bench
+
+
+# -- metrics, per question --------------------------------------------------------------
+
+def _overlaps(unit: Unit, span: EvidenceSpan) -> bool:
+    return unit.doc_id == span.doc_id and unit.start_line <= span.end_line and span.start_line <= unit.end_line
+
+
+def hit_at(units: Sequence[Unit], spans: Sequence[EvidenceSpan], k: int) -> float:
+    """1.0 if one of the first ``k`` units' line ranges overlaps an evidence span, else 0.0."""
+    return float(any(_overlaps(u, s) for u in units[:k] for s in spans))
+
+
+def reciprocal_rank(units: Sequence[Unit], spans: Sequence[EvidenceSpan], k: int = 10) -> float:
+    """``1 / rank`` of the first unit (within ``k``) that overlaps an evidence span, else 0.0."""
+    for rank, u in enumerate(units[:k], 1):
+        if any(_overlaps(u, s) for s in spans):
+            return 1.0 / rank
+    return 0.0
+
+
+def recall_at(units: Sequence[Unit], spans: Sequence[EvidenceSpan], k: int) -> float:
+    """Share of the evidence spans overlapped by at least one of the first ``k`` units."""
+    if not spans:
+        return 0.0
+    return sum(any(_overlaps(u, s) for u in units[:k]) for s in spans) / len(spans)
+
+
+def tokens_at(units: Sequence[Unit], k: int) -> float:
+    """Word pieces returned by the first ``k`` units (their whole texts)."""
+    return float(sum(u.tokens for u in units[:k]))
+
+
+def delivered_ranges(
+    blocks: Sequence[Delivered], budget_tokens: int, cut: Callable[[str, int], str], count: Callable[[str], int]
+) -> list[tuple[str, int, int]]:
+    """Character ranges actually delivered within a budget, in delivery order.
+
+    Blocks are delivered whole in order until the next one does not fit; that one is cut to
+    the tokens left (``cut``) and delivery stops.
+
+    Args:
+        blocks: Delivered texts in order.
+        budget_tokens: Context budget in word pieces.
+        cut: ``(text, n_tokens) -> prefix`` with at most ``n_tokens`` word pieces.
+        count: ``text -> word pieces``.
+
+    Returns:
+        ``(doc_id, start, end)`` character ranges, 0-based half-open.
+    """
+    out: list[tuple[str, int, int]] = []
+    left = budget_tokens
+    for b in blocks:
+        if left <= 0:
+            break
+        n = b.tokens if b.tokens >= 0 else count(b.text)
+        text = b.text if n <= left else cut(b.text, left)
+        left -= min(n, left)
+        if text:
+            out.append((b.doc_id, b.start, b.start + len(text)))
+    return out
+
+
+def budget_hit(ranges: Sequence[tuple[str, int, int]], spans: Sequence[EvidenceSpan]) -> float:
+    """1.0 if a delivered character range overlaps an evidence span, else 0.0."""
+    return float(any(d == s.doc_id and a < s.end and s.start < b for d, a, b in ranges for s in spans))
+
+
+# -- intervals ----------------------------------------------------------------------------
+
+def _resample(groups: Sequence[str], n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap weights: ``(n_boot, n_docs)`` draw counts and each item's document index."""
+    docs = sorted(set(groups))
+    index = {d: i for i, d in enumerate(docs)}
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(docs), size=(n_boot, len(docs)))
+    flat = (draws + np.arange(n_boot)[:, None] * len(docs)).ravel()
+    counts = np.bincount(flat, minlength=n_boot * len(docs)).reshape(n_boot, len(docs)).astype(np.float64)
+    return counts, np.array([index[g] for g in groups])
+
+
+def bootstrap_interval(
+    values: Sequence[float], groups: Sequence[str], n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean with a percentile bootstrap interval, resampling documents (clusters) with replacement.
+
+    Args:
+        values: One value per question.
+        groups: The question's doc_id (the resampling unit).
+        n_boot: Bootstrap samples.
+        seed: Random seed (numpy ``default_rng``).
+        level: Coverage of the interval.
+
+    Returns:
+        ``(mean, low, high)``.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return 0.0, 0.0, 0.0
+    counts, idx = _resample(groups, n_boot, seed)
+    sums = np.bincount(idx, weights=v, minlength=counts.shape[1])
+    ns = np.bincount(idx, minlength=counts.shape[1]).astype(np.float64)
+    boot = (counts @ sums) / np.maximum(counts @ ns, 1.0)
+    a = (1 - level) / 2
+    return float(v.mean()), float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], groups: Sequence[str], n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over the same questions, with a document-bootstrap 95% interval."""
+    return bootstrap_interval(np.asarray(a, float) - np.asarray(b, float), groups, n_boot, seed)

@@ -1,0 +1,857 @@
+"""Performance benchmark: ingestion by stage, re-ingest, query latency at scale, LangChain baseline.
+
+Usage::
+
+    .venv/bin/python scripts/bench.py --config configs/bench.yaml            # the full run
+    .venv/bin/python scripts/bench.py --config configs/bench-smoke.yaml      # seconds (CI)
+    .venv/bin/python scripts/bench.py --config configs/bench.yaml --phases query:100000
+
+Each phase runs in its own subprocess (so that its peak RSS is its own) and writes
+``<work>/<phase>.json``; the parent gathers them into ``<out>/bench-<stamp>.json`` and a
+markdown table ``<out>/bench-<stamp>.md``. docs/benchmarks.md explains every figure.
+
+Phases (``phases:`` in the config, or ``--phases``):
+
+* ``cli``: ``proxypointer --help`` and ``import proxypointer`` wall time (subprocesses).
+* ``chunking``: read + tree + chunking only (no model) over each corpus: docs/s, chunks/s.
+* ``ingest``: ``Index.ingest`` of ``ingest.docs`` documents into a fresh store, split by
+  stage, then ``encode`` alone on the same texts, then our end-to-end query latency on it.
+  Overhead ratio = (ingest seconds - encode-alone seconds) / ingest seconds.
+* ``reingest``: a store of the whole corpus (``reingest.prebuilt_store`` copied, or built),
+  re-ingested unchanged, then with ``reingest.edit_fraction`` of its documents edited.
+* ``langchain``: MarkdownHeaderTextSplitter + RecursiveCharacterTextSplitter (same tokenizer,
+  same chunk size) into Chroma through langchain-chroma, same model, same documents as
+  ``ingest``; its query latency (``similarity_search_with_score``).
+* ``query:<n>``: a store of about ``n`` chunks made of copies of a seed store's documents
+  (vectors of copies: the seed's real vectors plus Gaussian noise, renormalised), then
+  ``Retriever.retrieve`` latency with and without a ``doc_id`` filter, and its parts.
+* ``quantized``: encode speed fp32 vs int8-dynamic, and retrieval quality (hit@1, hit@5,
+  MRR@10 within each paper) on the first ``quantized.docs`` documents of the corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEFAULTS: dict[str, Any] = {
+    "corpus": "../shared/bench/qasper-dev",       # folder with docs/ and questions.jsonl
+    "model": "all-MiniLM-L6-v2",                  # or "hashing" (tests/fakes.py, no torch)
+    "batch_size": 32,
+    "work": "results/bench-work",
+    "out": "results",
+    "phases": ["cli", "chunking", "ingest", "reingest", "langchain", "query:10000", "quantized"],
+    "ingest": {"docs": 60, "queries": 100, "k": 5},
+    "reingest": {"docs": 0, "prebuilt_store": "", "edit_fraction": 0.01, "model": ""},
+    "langchain": {"chunk_tokens": 200, "queries": 100, "k": 5},
+    "chunking": {"corpora": ["../shared/bench/qasper-dev", "../shared/bench/qasper-train"], "docs": 0},
+    "query": {"seed_store": "", "store_dir": "", "queries": 100, "k": 5, "noise": 0.3,
+              "warmup": 5},
+    "quantized": {"docs": 40, "encode_texts": 256, "quality": True},
+    "cli": {"repeats": 5},
+}
+
+
+# -- config and helpers --------------------------------------------------------------------
+def load_bench_config(path: Path) -> dict[str, Any]:
+    """Defaults overlaid with the YAML file; unknown keys are refused."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    cfg = json.loads(json.dumps(DEFAULTS))
+    for key, value in data.items():
+        if key not in cfg:
+            raise SystemExit(f"{path}: unknown key {key!r}; known: {', '.join(sorted(cfg))}")
+        if isinstance(cfg[key], dict):
+            if not isinstance(value, dict):
+                raise SystemExit(f"{path}: {key}: expected a mapping")
+            unknown = set(value) - set(cfg[key])
+            if unknown:
+                raise SystemExit(f"{path}: {key}: unknown keys {sorted(unknown)}; known: {sorted(cfg[key])}")
+            cfg[key].update(value)
+        else:
+            cfg[key] = value
+    cfg["_config_path"] = str(path)
+    return cfg
+
+
+def rel(p: str | Path) -> Path:
+    """A config path: relative to the repository root unless absolute."""
+    p = Path(p)
+    return p if p.is_absolute() else (ROOT / p).resolve()
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process, MiB (Linux ru_maxrss is KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process, MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    """Percentile ``q`` (0-100) of seconds, returned in milliseconds."""
+    return round(float(np.percentile(np.asarray(values), q)) * 1000, 2) if values else float("nan")
+
+
+def lat(values: list[float]) -> dict[str, float]:
+    """p50/p95/mean in milliseconds and the number of samples."""
+    return {"p50_ms": pct(values, 50), "p95_ms": pct(values, 95),
+            "mean_ms": round(statistics.fmean(values) * 1000, 2) if values else float("nan"), "n": len(values)}
+
+
+def doc_files(corpus: Path, limit: int = 0) -> list[Path]:
+    """Markdown files of ``corpus/docs``, sorted; the first ``limit`` (0: all)."""
+    files = sorted((corpus / "docs").glob("*.md"))
+    return files[:limit] if limit else files
+
+
+def questions(corpus: Path, doc_ids: set[str] | None = None) -> list[dict[str, Any]]:
+    """Questions of ``corpus/questions.jsonl`` (optionally only those on ``doc_ids``), file order."""
+    path = corpus / "questions.jsonl"
+    out = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                if doc_ids is None or q.get("doc_id") in doc_ids:
+                    out.append(q)
+    return out
+
+
+def make_embedder(cfg: dict[str, Any], quantize_int8: bool = False):
+    """The configured embedder: sentence-transformers, or the hashing fake for smoke runs."""
+    if cfg["model"] == "hashing":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from fakes import HashingEmbedder
+
+        return HashingEmbedder()
+    from proxypointer.config import EmbeddingConfig
+    from proxypointer.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(EmbeddingConfig(model=cfg["model"], batch_size=cfg["batch_size"]),
+                                       quantize_int8=quantize_int8)
+
+
+def warm(embedder) -> float:
+    """Load the model and run one small encode; returns the seconds it took."""
+    t = time.perf_counter()
+    embedder.encode(["warm up the model", "a second text"])
+    return round(time.perf_counter() - t, 3)
+
+
+def pp_config(cfg: dict[str, Any]):
+    """Default ProxyPointerConfig with the bench's model and batch size."""
+    from proxypointer.config import EmbeddingConfig, ProxyPointerConfig
+
+    base = ProxyPointerConfig()
+    emb = EmbeddingConfig(model=cfg["model"] if cfg["model"] != "hashing" else base.embedding.model,
+                          batch_size=cfg["batch_size"])
+    return dataclasses.replace(base, embedding=emb)
+
+
+def copy_corpus(files: list[Path], dest: Path) -> Path:
+    """Copy files into ``dest/`` (same names, so the same doc ids)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for f in files:
+        shutil.copy2(f, dest / f.name)
+    return dest
+
+
+def chunk_texts(files: list[Path], config, tokenizer) -> tuple[list[str], int]:
+    """Unique embed texts (first-seen order) and their total tokens, as ingest makes them."""
+    from proxypointer.chunking import TokenCountCache, chunk_document
+    from proxypointer.tree import build_tree, read_document, split_lines
+
+    counter = TokenCountCache(tokenizer)
+    seen: dict[str, int] = {}
+    for f in files:
+        text = read_document(f)
+        lines = split_lines(text)
+        tree = build_tree(text, f.stem, config.tree, lines=lines)
+        for c in chunk_document(tree, text, counter, config.chunking, lines=lines):
+            seen.setdefault(c.embed_text, c.n_tokens)
+    return list(seen), sum(seen.values())
+
+
+def time_retrieve(retriever, qs: list[dict[str, Any]], k: int, filtered: bool) -> list[float]:
+    """Seconds of each ``retrieve`` call (one per question)."""
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        retriever.retrieve(q["question"], k=k, doc_ids=[q["doc_id"]] if filtered else None)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+# -- phases ----------------------------------------------------------------------------------
+def phase_cli(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    exe = ROOT / ".venv" / "bin" / "proxypointer"
+    cmd_help = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "proxypointer.cli", "--help"]
+    cmds = {"proxypointer --help": cmd_help,
+            "python -c 'import proxypointer'": [sys.executable, "-c", "import proxypointer"]}
+    out: dict[str, Any] = {}
+    for name, cmd in cmds.items():
+        times = []
+        for _ in range(cfg["cli"]["repeats"]):
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+            times.append(time.perf_counter() - t)
+        out[name] = {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
+                     "runs": len(times)}
+    return out
+
+
+def phase_chunking(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    """Read + tree + chunking with the model's tokenizer, no embedding: the CPU cost we add."""
+    from proxypointer.chunking import TokenCountCache, chunk_document
+    from proxypointer.tokenizer import load_tokenizer
+    from proxypointer.tree import build_tree, read_document, split_lines
+
+    config = pp_config(cfg)
+    tok = load_tokenizer(config.embedding.model)
+    import langchain_text_splitters  # noqa: F401 - import cost kept out of the timing
+
+    out: dict[str, Any] = {}
+    for corpus in cfg["chunking"]["corpora"]:
+        root = rel(corpus)
+        files = doc_files(root, cfg["chunking"]["docs"])
+        if not files:
+            out[root.name] = {"skipped": f"no documents in {root / 'docs'}"}
+            continue
+        counter = TokenCountCache(tok)
+        st = {"read": 0.0, "tree": 0.0, "chunking": 0.0}
+        n_chunks = n_tokens = 0
+        t0 = time.perf_counter()
+        for f in files:
+            t = time.perf_counter()
+            text = read_document(f)
+            lines = split_lines(text)
+            t1 = time.perf_counter()
+            tree = build_tree(text, f.stem, config.tree, lines=lines)
+            t2 = time.perf_counter()
+            chunks = chunk_document(tree, text, counter, config.chunking, lines=lines)
+            t3 = time.perf_counter()
+            st["read"] += t1 - t
+            st["tree"] += t2 - t1
+            st["chunking"] += t3 - t2
+            n_chunks += len(chunks)
+            n_tokens += sum(c.n_tokens for c in chunks)
+        total = time.perf_counter() - t0
+        out[root.name] = {"docs": len(files), "chunks": n_chunks, "tokens": n_tokens, "seconds": round(total, 3),
+                          "stage_seconds": {k: round(v, 3) for k, v in st.items()},
+                          "docs_per_s": round(len(files) / total, 1), "chunks_per_s": round(n_chunks / total, 1),
+                          "tokens_per_s": round(n_tokens / total)}
+    return out
+
+
+def phase_ingest(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    corpus = rel(cfg["corpus"])
+    files = doc_files(corpus, cfg["ingest"]["docs"])
+    src = copy_corpus(files, work / "ingest-corpus")
+    store = work / "ingest-store"
+    if store.exists():
+        shutil.rmtree(store)
+    config = pp_config(cfg)
+    embedder = make_embedder(cfg)
+    load_s = warm(embedder)
+    idx = Index(store, config, embedder)
+    t = time.perf_counter()
+    report = idx.ingest([src], show_progress=False)
+    ingest_s = time.perf_counter() - t
+    rss_after_ingest = rss_mb()
+    texts, n_tokens = chunk_texts(sorted(src.glob("*.md")), config, embedder.tokenizer)
+    t = time.perf_counter()
+    embedder.encode(texts)
+    encode_s = time.perf_counter() - t
+    out: dict[str, Any] = {
+        "docs": report.documents, "chunks": report.chunks, "embedded": report.embedded, "tokens": n_tokens,
+        "model_load_and_warmup_s": load_s, "ingest_s": round(ingest_s, 3), "report": report.to_dict(),
+        "encode_alone_s": round(encode_s, 3), "encode_alone_texts": len(texts),
+        "overhead_ratio": round((ingest_s - encode_s) / ingest_s, 4),
+        "docs_per_s": round(report.documents / ingest_s, 2), "chunks_per_s": round(report.chunks / ingest_s, 2),
+        "tokens_per_s": round(n_tokens / ingest_s), "encode_alone_texts_per_s": round(len(texts) / encode_s, 2),
+        "rss_after_ingest_mb": rss_after_ingest,
+    }
+    # Our query latency on this store (compared with the LangChain baseline's on the same docs).
+    qs = questions(corpus, {f.stem for f in files})
+    n_q = cfg["ingest"]["queries"]
+    retriever = Retriever(idx)
+    for q in qs[: cfg["query"]["warmup"]]:
+        retriever.retrieve(q["question"], k=cfg["ingest"]["k"])
+    fresh = qs[cfg["query"]["warmup"] : cfg["query"]["warmup"] + n_q]
+    out["query"] = {"store_chunks": idx.store.count(), "uncached": lat(time_retrieve(retriever, fresh, cfg["ingest"]["k"], False)),
+                    "cached": lat(time_retrieve(retriever, fresh, cfg["ingest"]["k"], False))}
+    idx.close()
+    return out
+
+
+def phase_reingest(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    from proxypointer.pipeline import Index
+
+    corpus = rel(cfg["corpus"])
+    files = doc_files(corpus, cfg["reingest"]["docs"])
+    src = copy_corpus(files, work / "reingest-corpus")
+    store = work / "reingest-store"
+    if store.exists():
+        shutil.rmtree(store)
+    if cfg["reingest"]["model"]:  # e.g. "hashing": nothing here times the model but the edits
+        cfg = {**cfg, "model": cfg["reingest"]["model"]}
+    config = pp_config(cfg)
+    embedder = make_embedder(cfg)
+    out: dict[str, Any] = {"docs": len(files), "model": cfg["model"]}
+    prebuilt = cfg["reingest"]["prebuilt_store"]
+    if prebuilt and rel(prebuilt).is_dir():
+        shutil.copytree(rel(prebuilt), store)
+        out["store"] = f"copy of {prebuilt}"
+    else:
+        warm(embedder)
+        t = time.perf_counter()
+        first = Index(store, config, embedder).ingest([src], show_progress=False)
+        out["first_ingest"] = {"seconds": round(time.perf_counter() - t, 3), **first.to_dict()}
+        out["store"] = "built in this phase"
+    runs = []
+    for _ in range(3):  # the first run also records the new source paths (touch)
+        idx = Index(store, config, embedder)
+        t = time.perf_counter()
+        rep = idx.ingest([src], show_progress=False)
+        runs.append({"seconds": round(time.perf_counter() - t, 3), "embedded": rep.embedded,
+                     "unchanged": rep.unchanged, "stage_seconds": rep.to_dict()["stage_seconds"]})
+        idx.close()
+    out["unchanged"] = runs
+    out["unchanged_median_s"] = statistics.median(r["seconds"] for r in runs)
+    rng = random.Random(7)
+    n_edit = max(1, round(len(files) * cfg["reingest"]["edit_fraction"]))
+    edited = rng.sample(sorted(src.glob("*.md")), n_edit)
+    for f in edited:
+        lines = f.read_text(encoding="utf-8").split("\n")
+        mid = len(lines) // 2
+        lines.insert(mid, "An edited sentence added by the benchmark to change this document.")
+        f.write_text("\n".join(lines), encoding="utf-8")
+    if cfg["model"] != "hashing":
+        warm(embedder)
+    idx = Index(store, config, embedder)
+    t = time.perf_counter()
+    rep = idx.ingest([src], show_progress=False)
+    out["edited"] = {"docs_edited": n_edit, "seconds": round(time.perf_counter() - t, 3), **rep.to_dict()}
+    idx.close()
+    return out
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+def phase_langchain(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    """LangChain: markdown header split, token-sized recursive split, Chroma via langchain-chroma."""
+    from chromadb.config import Settings
+
+    try:
+        from langchain_chroma import Chroma
+    except ImportError:
+        return {"skipped": "langchain-chroma is not installed: pip install -e '.[bench]'"}
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
+    from transformers import AutoTokenizer
+
+    from proxypointer.tokenizer import resolve_model_path
+
+    corpus = rel(cfg["corpus"])
+    files = doc_files(corpus, cfg["ingest"]["docs"])
+    embedder = make_embedder(cfg)
+    load_s = warm(embedder)
+    timer = _Timer()
+
+    class LCEmbeddings(Embeddings):
+        """Our model behind LangChain's interface, as HuggingFaceEmbeddings would wrap it."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            t = time.perf_counter()
+            v = embedder.encode(list(texts))
+            timer.seconds += time.perf_counter() - t
+            return v.tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.encode([text])[0].tolist()
+
+    model_name = pp_config(cfg).embedding.model
+    hf_tok = AutoTokenizer.from_pretrained(str(resolve_model_path(model_name)))
+    store = work / "langchain-store"
+    if store.exists():
+        shutil.rmtree(store)
+    t0 = time.perf_counter()
+    headers = [("#" * i, f"h{i}") for i in range(1, 7)]
+    md = MarkdownHeaderTextSplitter(headers_to_split_on=headers)
+    rc = RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+        hf_tok, chunk_size=cfg["langchain"]["chunk_tokens"], chunk_overlap=0)
+    docs: list[Document] = []
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        for d in rc.split_documents(md.split_text(text)):
+            d.metadata["doc_id"] = f.stem
+            docs.append(d)
+    split_s = time.perf_counter() - t0
+    vs = Chroma.from_documents(docs, LCEmbeddings(), collection_name="langchain", persist_directory=str(store),
+                               collection_metadata={"hnsw:space": "cosine"},
+                               client_settings=Settings(anonymized_telemetry=False, is_persistent=True,
+                                                        persist_directory=str(store)))
+    total = time.perf_counter() - t0
+    n_tokens = sum(len(hf_tok.tokenize(d.page_content)) for d in docs)
+    out: dict[str, Any] = {
+        "docs": len(files), "chunks": len(docs), "tokens": n_tokens, "model_load_and_warmup_s": load_s,
+        "ingest_s": round(total, 3), "split_s": round(split_s, 3), "embedding_s": round(timer.seconds, 3),
+        "chroma_s": round(total - split_s - timer.seconds, 3),
+        "overhead_ratio_vs_own_encode": round((total - timer.seconds) / total, 4),
+        "docs_per_s": round(len(files) / total, 2), "chunks_per_s": round(len(docs) / total, 2),
+        "tokens_per_s": round(n_tokens / total),
+    }
+    qs = questions(corpus, {f.stem for f in files})
+    w, n_q, k = cfg["query"]["warmup"], cfg["langchain"]["queries"], cfg["langchain"]["k"]
+    for q in qs[:w]:
+        vs.similarity_search_with_score(q["question"], k=k)
+    times = []
+    for q in qs[w : w + n_q]:
+        t = time.perf_counter()
+        vs.similarity_search_with_score(q["question"], k=k)
+        times.append(time.perf_counter() - t)
+    out["query"] = {"store_chunks": len(docs), "uncached": lat(times)}
+    return out
+
+
+def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path) -> dict[str, Any]:
+    """A store of about ``size`` chunks: whole copies of the seed store's documents.
+
+    Copy 0 keeps the seed's doc ids and vectors; copy ``c`` prefixes ids with ``copyNNNN/``
+    and adds Gaussian noise of norm ``query.noise`` to each vector before renormalising, so
+    that no two vectors are equal. Stored sources are shared (content-addressed). Reused when
+    ``dest/bench-manifest.json`` matches.
+    """
+    from proxypointer.registry import Registry
+    from proxypointer.store import ChromaStore
+
+    config = pp_config(cfg)
+    seed_reg = Registry(seed)
+    seed_store = ChromaStore(config.store, seed)
+    manifest = {"size": size, "seed": str(seed), "seed_generation": seed_reg.generation(),
+                "seed_chunks": seed_store.count(), "noise": cfg["query"]["noise"], "format": 1}
+    mpath = dest / "bench-manifest.json"
+    if mpath.is_file():
+        old = json.loads(mpath.read_text())
+        if all(old.get(k) == v for k, v in manifest.items()):
+            seed_store.close()
+            seed_reg.close()
+            return {**old, "reused": True}
+    if dest.exists():
+        shutil.rmtree(dest)
+    t0 = time.perf_counter()
+    by_doc: dict[str, dict[str, list]] = {}
+    for page in seed_store._paged(None, ["embeddings", "documents", "metadatas"]):
+        for i, e, d, m in zip(page["ids"], page["embeddings"], page["documents"], page["metadatas"]):
+            g = by_doc.setdefault(m["doc_id"], {"ids": [], "emb": [], "docs": [], "meta": []})
+            g["ids"].append(i)
+            g["emb"].append(np.asarray(e, dtype=np.float32))
+            g["docs"].append(d)
+            g["meta"].append(m)
+    records = {r.doc_id: r for r in seed_reg.documents() if r.doc_id in by_doc}
+    trees = {d: seed_reg.tree_json(d) for d in records}
+    model = seed_reg.get_meta("model")
+    seed_store.close()
+    seed_reg.close()
+    n_seed = sum(len(g["ids"]) for g in by_doc.values())
+    if n_seed == 0:
+        raise SystemExit(f"{seed}: the seed store is empty; run the ingest phase first")
+    reg = Registry(dest)
+    shutil.copytree(seed / "sources", dest / "sources", dirs_exist_ok=True)
+    if model:
+        reg.set_meta("model", model)
+    store = ChromaStore(config.store, dest)
+    step = store.max_batch
+    rng = np.random.default_rng(11)
+    noise = float(cfg["query"]["noise"])
+    buf: dict[str, list] = {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
+    pending_docs: list[tuple[str, Any, list[str]]] = []
+    write_s = 0.0
+
+    def flush() -> None:
+        nonlocal write_s
+        t = time.perf_counter()
+        for i in range(0, len(buf["ids"]), step):
+            store.collection.add(ids=buf["ids"][i : i + step],
+                                 embeddings=np.stack(buf["embeddings"][i : i + step]),
+                                 documents=buf["documents"][i : i + step],
+                                 metadatas=buf["metadatas"][i : i + step])
+        write_s += time.perf_counter() - t
+        for doc_id, rec, ids in pending_docs:
+            reg.begin_write(doc_id, rec.source_path, rec.doc_hash)
+            reg.commit_version(doc_id, source_path=rec.source_path, doc_hash=rec.doc_hash, version=rec.version,
+                               title=rec.title, line_count=rec.line_count, n_sections=rec.n_sections,
+                               chunk_ids=ids, source_mtime=rec.source_mtime, source_size=rec.source_size,
+                               tree_json=trees[rec.doc_id])
+            reg.finish(doc_id)
+        for v in buf.values():
+            v.clear()
+        pending_docs.clear()
+
+    total = 0
+    copy = 0
+    while total < size:
+        prefix = "" if copy == 0 else f"copy{copy:04d}/"
+        for doc_id in sorted(by_doc):
+            if total >= size:
+                break
+            g = by_doc[doc_id]
+            emb = np.stack(g["emb"])
+            if copy:
+                e = emb + rng.standard_normal(emb.shape).astype(np.float32) * (noise / math.sqrt(emb.shape[1]))
+                emb = e / np.linalg.norm(e, axis=1, keepdims=True)
+            new_id = prefix + doc_id
+            ids = [prefix + i for i in g["ids"]]
+            buf["ids"].extend(ids)
+            buf["embeddings"].extend(emb)
+            buf["documents"].extend(g["docs"])
+            buf["metadatas"].extend({**m, "doc_id": new_id} for m in g["meta"])
+            pending_docs.append((new_id, records[doc_id], ids))
+            total += len(ids)
+            if len(buf["ids"]) >= 20 * step:
+                flush()
+        copy += 1
+    flush()
+    store.close()
+    reg.close()
+    info = {**manifest, "chunks": total, "copies": copy, "build_s": round(time.perf_counter() - t0, 1),
+            "chroma_add_s": round(write_s, 1), "chroma_add_chunks_per_s": round(total / max(write_s, 1e-9)),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    mpath.write_text(json.dumps(info, indent=1))
+    return {**info, "reused": False}
+
+
+def phase_query(cfg: dict[str, Any], work: Path, size: int) -> dict[str, Any]:
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    qc = cfg["query"]
+    seed = rel(qc["seed_store"]) if qc["seed_store"] else work / "ingest-store"
+    if not (seed / "registry.sqlite3").is_file():
+        raise SystemExit(f"{seed}: no seed store; run the ingest phase first or set query.seed_store")
+    dest = (rel(qc["store_dir"]) if qc["store_dir"] else work / "stores") / f"scale-{size}"
+    build = build_scale_store(cfg, seed, size, dest)
+    config = pp_config(cfg)
+    embedder = make_embedder(cfg)
+    load_s = warm(embedder)
+    rss0 = rss_mb()
+    t = time.perf_counter()
+    idx = Index(dest, config, embedder)
+    n_chunks = idx.store.count()
+    retriever = Retriever(idx)
+    corpus = rel(cfg["corpus"])
+    seed_docs = {r.doc_id for r in idx.registry.documents() if "/" not in r.doc_id}
+    qs = questions(corpus, seed_docs)
+    w, n, k = qc["warmup"], qc["queries"], qc["k"]
+    for q in qs[:w]:
+        retriever.retrieve(q["question"], k=k)
+    open_s = time.perf_counter() - t
+    plain = qs[w : w + n]
+    filtered = qs[w + n : w + 2 * n] or plain
+    out: dict[str, Any] = {"size": size, "chunks": n_chunks, "build": build, "model_load_and_warmup_s": load_s,
+                           "open_and_warmup_s": round(open_s, 3),
+                           "vectors": "copy 0: real vectors of the seed store; copies: seed vectors + "
+                                      f"Gaussian noise of norm {qc['noise']}, renormalised"}
+    out["retrieve"] = lat(time_retrieve(retriever, plain, k, False))
+    out["retrieve_doc_filter"] = lat(time_retrieve(retriever, filtered, k, True))
+    out["retrieve_cached_query"] = lat(time_retrieve(retriever, plain, k, False))
+    # Parts: query embedding alone (uncached encode), Chroma search alone, the rest.
+    enc, chroma, chroma_f, chroma_ids, chroma_get = [], [], [], [], []
+    over = max(config.retrieval.overfetch, 3 * k)
+    for q in plain:
+        t = time.perf_counter()
+        vec = embedder.encode([q["question"] + " "])[0]  # a new text: bypasses the query cache
+        enc.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.store.query(vec, over)
+        chroma.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.store.query(vec, over, {"doc_id": q["doc_id"]})
+        chroma_f.append(time.perf_counter() - t)
+        # What an ids-first query would cost: ids + distances only (ids carry doc and node),
+        # then documents + metadata of the k winners.
+        t = time.perf_counter()
+        got = idx.store.collection.query(query_embeddings=[vec], n_results=over, include=["distances"])
+        chroma_ids.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        idx.store.collection.get(ids=got["ids"][0][:k], include=["documents", "metadatas"])
+        chroma_get.append(time.perf_counter() - t)
+    out["parts"] = {"query_embedding": lat(enc), "chroma_query": lat(chroma), "chroma_query_doc_filter": lat(chroma_f),
+                    "chroma_query_ids_only": lat(chroma_ids), "chroma_get_k": lat(chroma_get)}
+    out["rss_before_open_mb"] = rss0
+    out["rss_after_queries_mb"] = rss_mb()
+    idx.close()
+    return out
+
+
+def phase_quantized(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    """int8 dynamic quantisation: encode speed and retrieval quality within each paper."""
+    if cfg["model"] == "hashing":
+        return {"skipped": "model is the hashing fake"}
+    from proxypointer.evaluation import Unit, hit_at, load_benchmark, reciprocal_rank
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    qc = cfg["quantized"]
+    corpus = rel(cfg["corpus"])
+    files = doc_files(corpus, qc["docs"])
+    src = copy_corpus(files, work / "quantized-corpus")
+    config = pp_config(cfg)
+    out: dict[str, Any] = {"docs": len(files)}
+    bench = load_benchmark(corpus, limit_docs=qc["docs"])
+    texts_all, _ = chunk_texts(files, config, make_embedder(cfg).tokenizer)
+    sample = texts_all[: qc["encode_texts"]]
+    for label, q8 in (("fp32", False), ("int8", True)):
+        embedder = make_embedder(cfg, quantize_int8=q8)
+        warm(embedder)
+        t = time.perf_counter()
+        embedder.encode(sample)
+        enc_s = time.perf_counter() - t
+        out[label] = {"encode_texts": len(sample), "encode_s": round(enc_s, 3),
+                      "encode_texts_per_s": round(len(sample) / enc_s, 2)}
+        if not qc["quality"]:
+            continue
+        store = work / f"quantized-{label}"
+        if store.exists():
+            shutil.rmtree(store)
+        idx = Index(store, config, embedder)
+        t = time.perf_counter()
+        idx.ingest([src], show_progress=False)
+        ingest_s = time.perf_counter() - t
+        r = Retriever(idx)
+        h1, h5, mrr = [], [], []
+        for q in bench.questions:
+            secs = r.retrieve(q.question, k=10, doc_ids=[q.doc_id])
+            units = [Unit(s.doc_id, s.start_line, s.end_line, 0) for s in secs]
+            h1.append(hit_at(units, q.spans, 1))
+            h5.append(hit_at(units, q.spans, 5))
+            mrr.append(reciprocal_rank(units, q.spans, 10))
+        idx.close()
+        out[label].update({"ingest_s": round(ingest_s, 3), "questions": len(bench.questions), "hit@1": round(statistics.fmean(h1), 4),
+                           "hit@5": round(statistics.fmean(h5), 4), "mrr@10": round(statistics.fmean(mrr), 4)})
+    out["speedup"] = round(out["fp32"]["encode_s"] / out["int8"]["encode_s"], 3)
+    if qc["quality"]:
+        out["mrr@10_change"] = round(out["int8"]["mrr@10"] - out["fp32"]["mrr@10"], 4)
+    return out
+
+
+def run_phase(name: str, cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    t = time.perf_counter()
+    if name.startswith("query:"):
+        result = phase_query(cfg, work, int(name.split(":", 1)[1]))
+    else:
+        fn = {"cli": phase_cli, "chunking": phase_chunking, "ingest": phase_ingest, "reingest": phase_reingest,
+              "langchain": phase_langchain, "quantized": phase_quantized}.get(name)
+        if fn is None:
+            raise SystemExit(f"unknown phase {name!r}")
+        result = fn(cfg, work)
+    result["phase_wall_s"] = round(time.perf_counter() - t, 2)
+    result["peak_rss_mb"] = peak_rss_mb()
+    return result
+
+
+# -- report -----------------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
+                            "cpus": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        mem = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+        info["mem_gib"] = round(int(mem) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    info["loadavg_at_start"] = os.getloadavg()
+    try:
+        import chromadb
+        import torch
+
+        info["versions"] = {"torch": torch.__version__, "chromadb": chromadb.__version__}
+    except ImportError:
+        pass
+    return info
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    ph = res["phases"]
+    lines = [f"# Benchmark {res['stamp']}", "", f"config `{res['config']}`, model `{res['model']}`, "
+             f"load average at start {res['machine'].get('loadavg_at_start')}, at end {res.get('loadavg_at_end')}", ""]
+    if "cli" in ph and "error" not in ph["cli"]:
+        lines += ["| command | median s | min s |", "|---|---:|---:|"]
+        lines += [f"| `{k}` | {v['median_s']} | {v['min_s']} |" for k, v in ph["cli"].items() if isinstance(v, dict)]
+        lines.append("")
+    if "chunking" in ph and "error" not in ph["chunking"]:
+        lines += ["| corpus (no model) | docs | chunks | tokens | s | read s | tree s | chunking s | docs/s | chunks/s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, v in ph["chunking"].items():
+            if isinstance(v, dict) and "docs" in v:
+                s = v["stage_seconds"]
+                lines.append(f"| {name} | {v['docs']} | {v['chunks']} | {v['tokens']} | {v['seconds']} | {s['read']} | "
+                             f"{s['tree']} | {s['chunking']} | {v['docs_per_s']} | {v['chunks_per_s']} |")
+        lines.append("")
+    if "ingest_s" in ph.get("ingest", {}):
+        v = ph["ingest"]
+        st = v["report"]["stage_seconds"]
+        lines += ["| ingest | docs | chunks | s | " + " | ".join(f"{k} s" for k in st) + " | encode alone s | overhead | docs/s | chunks/s | tokens/s | peak RSS MiB |",
+                  "|---|" + "---:|" * (11 + len(st)), ""[:0]]
+        lines[-1] = (f"| proxypointer | {v['docs']} | {v['chunks']} | {v['ingest_s']} | "
+                     + " | ".join(str(x) for x in st.values())
+                     + f" | {v['encode_alone_s']} | {v['overhead_ratio']:.1%} | {v['docs_per_s']} | {v['chunks_per_s']} | "
+                       f"{v['tokens_per_s']} | {v['peak_rss_mb']} |")
+        lines.append("")
+    if "langchain" in ph and "ingest_s" in ph["langchain"]:
+        v = ph["langchain"]
+        lines += ["| ingest | docs | chunks | s | split s | embedding s | Chroma s | docs/s | chunks/s | tokens/s | peak RSS MiB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                  f"| LangChain | {v['docs']} | {v['chunks']} | {v['ingest_s']} | {v['split_s']} | {v['embedding_s']} | "
+                  f"{v['chroma_s']} | {v['docs_per_s']} | {v['chunks_per_s']} | {v['tokens_per_s']} | {v['peak_rss_mb']} |", ""]
+    if "ratios" in res:
+        lines += ["| ours / LangChain | value |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in res["ratios"].items()]
+        lines.append("")
+    if "edited" in ph.get("reingest", {}):
+        v = ph["reingest"]
+        lines += ["| re-ingest | docs | s (median) | embedded |", "|---|---:|---:|---:|",
+                  f"| unchanged | {v['docs']} | {v['unchanged_median_s']} | {v['unchanged'][-1]['embedded']} |",
+                  f"| {v['edited']['docs_edited']} edited | {v['docs']} | {v['edited']['seconds']} | {v['edited']['embedded']} |", ""]
+    qrows = [(k, v) for k, v in ph.items() if k.startswith("query:")]
+    if qrows or "ingest" in ph or "langchain" in ph:
+        lines += ["| query | chunks | p50 ms | p95 ms | doc filter p50 | doc filter p95 | cached p50 | embed p50 | Chroma p50 | Chroma filter p50 | Chroma ids-only p50 | get k p50 | peak RSS MiB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        if "query" in ph.get("ingest", {}):
+            q = ph["ingest"]["query"]
+            lines.append(f"| proxypointer (ingest store) | {q['store_chunks']} | {q['uncached']['p50_ms']} | {q['uncached']['p95_ms']} | | | "
+                         f"{q['cached']['p50_ms']} | | | | | | |")
+        if "langchain" in ph and "query" in ph["langchain"]:
+            q = ph["langchain"]["query"]
+            lines.append(f"| LangChain similarity_search | {q['store_chunks']} | {q['uncached']['p50_ms']} | {q['uncached']['p95_ms']} | | | | | | | | | |")
+        for k, v in qrows:
+            p = v["parts"]
+            lines.append(f"| {k} | {v['chunks']} | {v['retrieve']['p50_ms']} | {v['retrieve']['p95_ms']} | "
+                         f"{v['retrieve_doc_filter']['p50_ms']} | {v['retrieve_doc_filter']['p95_ms']} | "
+                         f"{v['retrieve_cached_query']['p50_ms']} | {p['query_embedding']['p50_ms']} | "
+                         f"{p['chroma_query']['p50_ms']} | {p['chroma_query_doc_filter']['p50_ms']} | "
+                         f"{p['chroma_query_ids_only']['p50_ms']} | {p['chroma_get_k']['p50_ms']} | {v['peak_rss_mb']} |")
+        lines.append("")
+    if "quantized" in ph and "fp32" in ph["quantized"]:
+        v = ph["quantized"]
+        lines += ["| model | encode texts/s | hit@1 | hit@5 | MRR@10 | questions |", "|---|---:|---:|---:|---:|---:|"]
+        for label in ("fp32", "int8"):
+            x = v[label]
+            lines.append(f"| {label} | {x['encode_texts_per_s']} | {x.get('hit@1', '')} | {x.get('hit@5', '')} | "
+                         f"{x.get('mrr@10', '')} | {x.get('questions', '')} |")
+        lines.append("")
+    failed = {k: v["error"] for k, v in ph.items() if isinstance(v, dict) and "error" in v}
+    if failed:
+        lines += ["Failed phases:", ""] + [f"- {k}: {v}" for k, v in failed.items()] + [""]
+    return "\n".join(lines)
+
+
+def ratios(ph: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if "ingest_s" in ph.get("ingest", {}) and "ingest_s" in ph.get("langchain", {}):
+        a, b = ph["ingest"], ph["langchain"]
+        out["ingest seconds (same docs)"] = round(a["ingest_s"] / b["ingest_s"], 3)
+        out["ingest docs/s"] = round(a["docs_per_s"] / b["docs_per_s"], 3)
+        out["query p50"] = round(a["query"]["uncached"]["p50_ms"] / b["query"]["uncached"]["p50_ms"], 3)
+        out["query p95"] = round(a["query"]["uncached"]["p95_ms"] / b["query"]["uncached"]["p95_ms"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--config", default="configs/bench.yaml", help="bench YAML (see configs/bench.yaml)")
+    ap.add_argument("--phases", help="comma-separated phases to run instead of the config's")
+    ap.add_argument("--out", help="folder for bench-<stamp>.json/.md (default: the config's out)")
+    ap.add_argument("--work", help="folder for phase results and stores (default: the config's work)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value, e.g. --set quantized.quality=false (YAML value)")
+    ap.add_argument("--phase", help=argparse.SUPPRESS)  # internal: run one phase in this process
+    args = ap.parse_args(argv)
+    cfg = load_bench_config(rel(args.config))
+    for item in args.set:
+        key, _, value = item.partition("=")
+        section, _, sub = key.partition(".")
+        if section not in cfg or (sub and (not isinstance(cfg[section], dict) or sub not in cfg[section])):
+            raise SystemExit(f"--set {item}: unknown key {key!r}")
+        if sub:
+            cfg[section][sub] = yaml.safe_load(value)
+        else:
+            cfg[section] = yaml.safe_load(value)
+    if args.work:
+        cfg["work"] = str(Path(args.work).resolve())
+    work = rel(cfg["work"])
+    work.mkdir(parents=True, exist_ok=True)
+    if args.phase:
+        result = run_phase(args.phase, cfg, work)
+        (work / f"{args.phase.replace(':', '-')}.json").write_text(json.dumps(result, indent=1))
+        return 0
+    phases = args.phases.split(",") if args.phases else list(cfg["phases"])
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    res: dict[str, Any] = {"stamp": stamp, "config": cfg["_config_path"], "model": cfg["model"],
+                           "settings": {k: v for k, v in cfg.items() if not k.startswith("_")},
+                           "machine": machine(), "phases": {}}
+    for name in phases:
+        print(f"[bench] {time.strftime('%H:%M:%S')} phase {name} ...", file=sys.stderr, flush=True)
+        path = work / f"{name.replace(':', '-')}.json"
+        path.unlink(missing_ok=True)
+        sets = [a for item in args.set for a in ("--set", item)]
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--config", str(rel(args.config)),
+                               "--work", str(work), *sets, "--phase", name], cwd=ROOT)
+        if proc.returncode == 0 and path.is_file():
+            res["phases"][name] = json.loads(path.read_text())
+        else:
+            res["phases"][name] = {"error": f"exit status {proc.returncode}"}
+        print(f"[bench] {time.strftime('%H:%M:%S')} phase {name} done", file=sys.stderr, flush=True)
+    res["ratios"] = ratios(res["phases"])
+    res["loadavg_at_end"] = os.getloadavg()
+    out = rel(args.out or cfg["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"bench-{stamp}.json").write_text(json.dumps(res, indent=1))
+    md = to_markdown(res)
+    (out / f"bench-{stamp}.md").write_text(md)
+    print(md)
+    failed = [k for k, v in res["phases"].items() if "error" in v]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
