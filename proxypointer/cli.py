@@ -43,16 +43,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"proxypointer {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress bar")
+    # -v/-q are also accepted after the command (`proxypointer ingest data/ -q`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", help="index markdown files or folders (incremental sync)")
+    p = sub.add_parser("ingest", parents=[common], help="index markdown files or folders (incremental sync)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="markdown files or folders (recursive *.md, *.markdown)")
     p.add_argument("--prune", action="store_true", help="delete documents whose files are gone from the given folders")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_store_args(p)
     _add_tree_flags(p)
 
-    p = sub.add_parser("query", help="retrieve the best whole sections for a question")
+    p = sub.add_parser("query", parents=[common], help="retrieve the best whole sections for a question")
     p.add_argument("question", help="question or keywords")
     p.add_argument("-k", type=int, default=None, help="number of sections (default: retrieval.k, 5)")
     p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
@@ -63,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                         "question (default: retrieval.follow_references)")
     _add_store_args(p)
 
-    p = sub.add_parser("ask", help="answer a question from the best sections, with citations (needs an llm: config)")
+    p = sub.add_parser("ask", parents=[common], help="answer a question from the best sections, with citations (needs an llm: config)")
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=None, help="number of sections shown to the model (default: retrieval.k, 5)")
     p.add_argument("--session", metavar="NAME", help="keep a conversation: follow-ups use earlier turns (stored in the store folder)")
@@ -72,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the answer (or, without an LLM, the context) as JSON")
     _add_store_args(p)
 
-    p = sub.add_parser("tree", help="show the skeleton tree of markdown files")
+    p = sub.add_parser("tree", parents=[common], help="show the skeleton tree of markdown files")
     p.add_argument("files", nargs="+", metavar="FILE")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
@@ -83,24 +87,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="YAML config")
     _add_tree_flags(p)
 
-    p = sub.add_parser("status", help="documents, sections, chunks, model, store, stale sources")
+    p = sub.add_parser("status", parents=[common], help="documents, sections, chunks, model, store, stale sources")
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
 
-    p = sub.add_parser("delete", help="remove documents from the index")
+    p = sub.add_parser("delete", parents=[common], help="remove documents from the index")
     p.add_argument("doc_ids", nargs="+", metavar="DOC_ID")
     _add_store_args(p)
 
-    p = sub.add_parser("check", help="verify registry, stored sources and Chroma against each other")
+    p = sub.add_parser("check", parents=[common], help="verify registry, stored sources and Chroma against each other")
     p.add_argument("--repair", action="store_true", help="remove stray chunks and finish interrupted runs")
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
-    _add_eval_parser(sub)
+    _add_eval_parser(sub, common)
     return parser
 
 
-def _add_eval_parser(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
-    p = sub.add_parser("eval", help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
+def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    p = sub.add_parser("eval", parents=[common], help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
     p.add_argument("--benchmark", required=True, metavar="DIR", help="folder with docs/*.md and questions.jsonl")
     p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
     p.add_argument("--scope", action="append", choices=["doc", "corpus"],
@@ -108,7 +112,8 @@ def _add_eval_parser(sub) -> None:  # noqa: ANN001 - argparse's private subparse
     p.add_argument("--query-template", metavar="TEMPLATE",
                    help="query for every scope, with {question} and {title} (default: '{question}' for doc, "
                         "'{title}. {question}' for corpus)")
-    p.add_argument("--k", type=int, default=5, help="headline cut-off (hit@1/3/5, MRR@10 always reported)")
+    p.add_argument("--k", type=int, default=5,
+                   help="extra cut-off 1..10: adds hit@k, recall@k, tokens@k (hit@1/3/5, MRR@10 always)")
     p.add_argument("--budgets", default="500,1000,2000,4000", metavar="B,B",
                    help="context budgets in word pieces of the model's tokenizer (default 500,1000,2000,4000)")
     p.add_argument("--limit-docs", type=int, default=0, metavar="N", help="first N documents only (0: all)")
