@@ -125,9 +125,10 @@ class LexicalIndex:
 
     Args:
         hits: The chunks to index (text and metadata as stored; score ignored).
+        text_of: What is indexed for a hit; default its text.
     """
 
-    def __init__(self, hits: Sequence[Hit]) -> None:
+    def __init__(self, hits: Sequence[Hit], text_of: Callable[[Hit], str] | None = None) -> None:
         try:
             import bm25s
         except ImportError as err:
@@ -135,7 +136,7 @@ class LexicalIndex:
         self.hits = list(hits)
         self._bm25 = bm25s.BM25()
         self._stop = set(bm25s.stopwords.STOPWORDS_EN)
-        corpus = [self.tokenize(h.text) or ["__empty__"] for h in self.hits]
+        corpus = [self.tokenize(text_of(h) if text_of else h.text) or ["__empty__"] for h in self.hits]
         if corpus:
             self._bm25.index(corpus, show_progress=False)
 

@@ -209,6 +209,11 @@ class RetrievalConfig:
             many tokens and fits the budget left; otherwise the matched chunk's lines.
         assembly_order: ``chunks`` (deliver chunk hits in rank order) or ``sections`` (the
             best chunk of every ranked section first, then their second-best, ...).
+        title_routing_docs: When more documents than this are searched, also rank the
+            documents by BM25 of the query against their titles and fuse a third ranking: the
+            dense hits inside the best ``title_routing_docs`` documents. 0 turns it off. Helps
+            when queries name their document (``{title}. {question}``); docs/evaluation.md.
+        title_routing_weight: Weight of that ranking in the fusion.
         follow_references: Add the sections that retrieved sections cite ("see Note 14",
             "Section 2.04") and look up labels named in the query
             (``Retriever.retrieve_with_references``; docs/evaluation.md, "Cross-references").
@@ -224,6 +229,8 @@ class RetrievalConfig:
     budget_tokens: int = 2000
     whole_section_tokens: int = 300
     assembly_order: str = "chunks"
+    title_routing_docs: int = 0
+    title_routing_weight: float = 1.0
     follow_references: bool = False
 
     def __post_init__(self) -> None:
@@ -243,6 +250,10 @@ class RetrievalConfig:
             "retrieval.whole_section_tokens",
             f"expected an int >= 0, got {self.whole_section_tokens}",
         )
+        _check(self.title_routing_docs >= 0, "retrieval.title_routing_docs",
+               f"expected >= 0, got {self.title_routing_docs}")
+        _check(self.title_routing_weight >= 0, "retrieval.title_routing_weight",
+               f"expected >= 0, got {self.title_routing_weight}")
         _check(
             self.assembly_order in ("chunks", "sections"),
             "retrieval.assembly_order",

@@ -58,6 +58,13 @@ class SentenceTransformerEmbedder:
             qasper-dev are in docs/benchmarks.md.
         query_cache_size: Query vectors kept by :meth:`encode_query` (least recently used
             evicted; 0 disables the cache).
+        query_threads: torch intra-op threads for :meth:`encode_query` only (restored after
+            each call; batch ``encode`` keeps torch's setting); None keeps torch's setting.
+            Default 1: on this 2-core machine with any other process running, a one-query
+            forward pass took ~20-50 ms with one thread and ~400-700 ms with torch's two
+            (each op waits for the descheduled thread; docs/benchmarks.md). The setting is
+            process-wide while a query runs: do not encode in another thread of the same
+            process at the same time.
 
     Raises:
         MissingDependencyError: On first use, if sentence-transformers is not installed.
@@ -70,11 +77,13 @@ class SentenceTransformerEmbedder:
         *,
         quantize_int8: bool = False,
         query_cache_size: int = 1024,
+        query_threads: int | None = 1,
     ) -> None:
         self.config = config or EmbeddingConfig()
         self.quantize_int8 = quantize_int8
         self.name = self.config.model + ("+int8" if quantize_int8 else "")
         self.query_cache_size = max(0, int(query_cache_size))
+        self.query_threads = query_threads
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._tokenizer: HFTokenizer | None = None
         self._model: SentenceTransformer | None = None
@@ -153,7 +162,17 @@ class SentenceTransformerEmbedder:
         if vector is not None:
             self._queries.move_to_end(text)
             return vector
-        vector = self.encode([text])[0]
+        if self.query_threads:
+            import torch
+
+            before = torch.get_num_threads()
+            torch.set_num_threads(self.query_threads)
+            try:
+                vector = self.encode([text])[0]
+            finally:
+                torch.set_num_threads(before)
+        else:
+            vector = self.encode([text])[0]
         if self.query_cache_size:
             vector.setflags(write=False)
             self._queries[text] = vector

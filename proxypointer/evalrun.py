@@ -22,7 +22,7 @@ import numpy as np
 
 from .assembly import LexicalIndex, cut_to_tokens, rank_sections
 from .config import ProxyPointerConfig, config_from_dict, config_to_dict
-from .errors import ConfigError
+from .errors import ConfigError, LockError
 from .evaluation import (
     METRICS,
     Benchmark,
@@ -70,7 +70,8 @@ class EvalSettings:
         systems: Systems to run: built-in names (:data:`SYSTEMS`) or variant names.
         scopes: ``doc`` (search only the question's document) and/or ``corpus``.
         query_templates: Template per scope with ``{question}`` and ``{title}``.
-        k: Cut-off of hit@k reported as the headline (hit@1/3/5 and MRR@10 are all reported).
+        k: Extra cut-off (1..10): hit@k, recall@k and tokens@k are added when k is not 1, 3 or 5
+            (hit@1/3/5, MRR@10, recall@5 and tokens@5 are always reported).
         budgets: Context budgets in word pieces of the embedding model's tokenizer.
         limit_docs: Evaluate only the first N documents (sorted by doc_id); 0 = all.
         bootstrap: Bootstrap samples for the 95% intervals (resampling documents).
@@ -102,8 +103,8 @@ class EvalSettings:
                 raise ConfigError(
                     f"query_templates.{scope}: {template!r} is not a template with {{question}} and {{title}} ({err})"
                 ) from err
-        if self.k < 1 or any(b < 1 for b in self.budgets) or self.limit_docs < 0 or self.bootstrap < 1:
-            raise ConfigError("k, budgets and bootstrap must be >= 1 and limit_docs >= 0")
+        if not 1 <= self.k <= 10 or any(b < 1 for b in self.budgets) or self.limit_docs < 0 or self.bootstrap < 1:
+            raise ConfigError("k must be 1..10, budgets and bootstrap >= 1 and limit_docs >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +197,15 @@ class _MemoEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.inner.encode(texts)
 
+    def prefill(self, queries: Sequence[str]) -> None:
+        """Embed many queries in one batch (one call is far cheaper than one per query)."""
+        todo = sorted({q for q in queries if q not in self._queries})
+        if not todo:
+            return
+        prefix = getattr(getattr(self.inner, "config", None), "query_prefix", "")
+        vectors = self.inner.encode([prefix + q for q in todo])
+        self._queries.update(zip(todo, vectors, strict=True))
+
     def encode_query(self, query: str) -> np.ndarray:
         if query not in self._queries:
             enc = getattr(self.inner, "encode_query", None)
@@ -222,18 +232,32 @@ class _Runner:
         self._split: dict[str, list[str]] = {}
         if spec.kind == "dense":
             from .pipeline import Index
-            from .retrieval import Retriever
 
             self.index = Index(store_folder(spec, bench, cache, embedder.name), spec.config, embedder)
-            report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)
-            logger.info("%s: %s", spec.name, report.summary())
-            self.retriever = Retriever(self.index)
+            try:
+                report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)
+                logger.info("%s: %s", spec.name, report.summary())
+            except LockError:
+                if not self._all_stored():
+                    raise
+                logger.warning("%s: %s is being written by another process; every document of this run is "
+                               "already stored, so it is only read", spec.name, self.index.root)
+            self.retriever = _cached_retriever(self.index)
         else:
             self._build_bm25()
 
     def close(self) -> None:
         if self.spec.kind == "dense":
             self.index.close()
+
+    def _all_stored(self) -> bool:
+        from .chunking import document_hash
+
+        for doc_id, text in self.bench.texts.items():
+            rec = self.index.registry.get(doc_id)
+            if rec is None or rec.state != "ready" or rec.doc_hash != document_hash(text):
+                return False
+        return True
 
     def _build_bm25(self) -> None:
         from .chunking import chunk_document
@@ -300,6 +324,29 @@ class _Runner:
         return units[:10], deliveries
 
 
+def _cached_retriever(index: Any) -> Any:
+    """Make a Retriever that remembers its dense queries per (query, filter) during a run.
+
+    Evaluation asks the same question once for the ranked units and once per budget; the
+    store does not change meanwhile, so the largest hit list fetched answers every smaller one.
+    """
+    from .retrieval import Retriever
+
+    class _Cached(Retriever):
+        def hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+            key = (query, json.dumps(where, sort_keys=True))
+            memo = self.__dict__.setdefault("_hits_memo", {})
+            got = memo.get(key)
+            if got is None or (got[0] < n and len(got[1]) >= got[0]):
+                want = max(n, 200)
+                got = memo[key] = (want, super().hits(query, want, where))
+                if len(memo) > 512:
+                    memo.pop(next(iter(memo)))
+            return got[1][:n]
+
+    return _Cached(index)
+
+
 _TREES: dict[tuple[str, str], Any] = {}
 
 
@@ -363,12 +410,17 @@ def run_evaluation(
     values: dict[str, dict[str, dict[str, list[float]]]] = {}
     groups = [q.doc_id for q in bench.questions]
     all_docs = sorted(bench.paths) if settings.limit_docs else None
+    queries = [settings.query_templates.get(sc, DEFAULT_TEMPLATES[sc]).format(question=q.question, title=q.title)
+               for sc in settings.scopes for q in bench.questions]
+    memo.prefill(queries + [q.question for q in bench.questions])
     for spec in specs:
         runner = _Runner(spec, bench, memo, settings.cache, show_progress)
         values[spec.name] = {}
         for scope in settings.scopes:
             template = settings.query_templates.get(scope, DEFAULT_TEMPLATES[scope])
-            vals: dict[str, list[float]] = {m: [] for m in (*METRICS, *names)}
+            kk = settings.k
+            extra = () if kk in (1, 3, 5) else (f"hit@{kk}", f"recall@{kk}", f"tokens@{kk}")
+            vals: dict[str, list[float]] = {m: [] for m in (*METRICS, *extra, *names)}
             for q in tqdm(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress, leave=False):
                 query = template.format(question=q.question, title=q.title)
                 units, deliveries = runner.evaluate(query, [q.doc_id] if scope == "doc" else all_docs,
@@ -378,6 +430,10 @@ def run_evaluation(
                 vals["mrr@10"].append(reciprocal_rank(units, q.spans, 10))
                 vals["recall@5"].append(recall_at(units, q.spans, 5))
                 vals["tokens@5"].append(tokens_at(units, 5))
+                if extra:
+                    vals[extra[0]].append(hit_at(units, q.spans, kk))
+                    vals[extra[1]].append(recall_at(units, q.spans, kk))
+                    vals[extra[2]].append(tokens_at(units, kk))
                 for b, name in zip(settings.budgets, names, strict=True):
                     vals[name].append(budget_hit(deliveries[b], q.spans))
             values[spec.name][scope] = vals
@@ -473,6 +529,8 @@ def plot_budgets(result: dict[str, Any], path: str | Path) -> Path:
             pts = sorted((int(m.split("@")[1]), v) for m, v in by_scope[scope].items() if m.startswith("budget_hit@"))
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
         ax.set_xscale("log", base=2)
+        ax.set_xticks([p[0] for p in pts], [str(p[0]) for p in pts])
+        ax.minorticks_off()
         ax.set_xlabel("context budget (word pieces)")
         ax.set_ylabel("budget_hit")
         ax.set_title(f"{Path(result['benchmark']).name}, scope {scope}")

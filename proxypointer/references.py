@@ -617,34 +617,45 @@ class DocumentReferences:
         return cls(tree, lines, labels, tuple(detect_references(tree, lines, labels)))
 
     def targets(
-        self, start_line: int, end_line: int, roadmap_targets: int = 3
+        self,
+        start_line: int,
+        end_line: int,
+        roadmap_targets: int = 3,
+        focus: tuple[int, int] | None = None,
     ) -> list[tuple[Reference, Node]]:
         """Nodes referenced from lines ``start_line..end_line`` (1-based, inclusive).
+
+        References in a list of contents (the preamble, a "Contents" section) are not
+        followed: every entry there is a reference.
 
         Args:
             start_line: First line, 1-based inclusive.
             end_line: Last line, 1-based inclusive.
             roadmap_targets: A line (a paragraph) whose references resolve to this many
                 distinct nodes or more is an outline ("Section 2 describes ..., Section 3
-                ..., Section 4 ...") or a list of contents, and is not followed; 0 follows
-                every line.
+                ..., Section 4 ...") and is not followed; 0 follows every line.
+            focus: Lines ``(first, last)``, 1-based inclusive, that matched the query (the
+                best chunk): references nearest to them come first.
 
         Returns:
-            ``(reference, target node)`` pairs in line order, each target once; targets that
-            overlap the range itself (the citing section, its ancestors or descendants) are
-            left out.
+            ``(reference, target node)`` pairs, each target once, in line order (by distance
+            from ``focus`` when given); targets that overlap the range itself (the citing
+            section, its ancestors or descendants) are left out.
 
         """
         per_line: dict[int, set[str]] = {}
         for r in self.references:
             if start_line <= r.line <= end_line:
                 per_line.setdefault(r.line, set()).update(r.target_node_ids)
+        refs = [r for r in self.references if start_line <= r.line <= end_line]
+        if focus is not None:
+            refs.sort(key=lambda r: max(focus[0] - r.line, r.line - focus[1], 0))
         out: list[tuple[Reference, Node]] = []
         seen: set[str] = set()
-        for r in self.references:
-            if not start_line <= r.line <= end_line:
-                continue
+        for r in refs:
             if roadmap_targets and len(per_line[r.line]) >= roadmap_targets:
+                continue
+            if _is_contents(self.tree.node(r.source_node_id)):
                 continue
             for t in r.target_node_ids:
                 node = self.tree.node(t)

@@ -138,7 +138,13 @@ class Retriever:
 
     # -- hybrid ranking and context assembly (docs/evaluation.md) ------------------------
     def ranked_hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
-        """Chunk hits best first: dense, or dense fused with BM25 when ``retrieval.hybrid``.
+        """Chunk hits best first: dense, fused with BM25 (``retrieval.hybrid``) and title routing.
+
+        With ``retrieval.title_routing_docs`` > 0 and more documents searchable than that, the
+        documents are ranked by BM25 of the query against their titles. If the query contains
+        one of the best titles verbatim (case and spacing ignored), the search is restricted
+        to that document and the title is removed from the query; otherwise the dense hits
+        inside the best documents are fused as a third ranking (``title_routing_weight``).
 
         Args:
             query: Question or keywords.
@@ -146,15 +152,53 @@ class Retriever:
             where: Chroma metadata filter (applied to BM25 hits too).
 
         Returns:
-            Live chunk hits; ``score`` is the cosine similarity (dense) or the fused
-            reciprocal-rank score (hybrid); higher is better either way.
+            Live chunk hits; ``score`` is the cosine similarity (dense only) or the fused
+            reciprocal-rank score; higher is better either way.
         """
+        cfg = self.config
+        best = self._title_docs(query, where) if cfg.title_routing_docs else []
+        named = [(d, t) for d, t in best if _normal(t) and _normal(t) in _normal(query)]
+        if named:
+            query = _strip_titles(query, [t for _, t in named])
+            flt = _doc_filter([d for d, _ in named])
+            where = {"$and": [where, flt]} if where else flt
+            best = []
         dense = self.hits(query, n, where)
-        if not self.config.hybrid:
-            return dense
-        lexical = self._lexical().search(query, n, lambda h: matches_where(h.metadata, where))
-        return fuse_rrf([dense, lexical], [1.0, self.config.lexical_weight], self.config.rrf_k)
+        rankings, weights = [dense], [1.0]
+        if cfg.hybrid:
+            rankings.append(self._lexical().search(query, n, lambda h: matches_where(h.metadata, where)))
+            weights.append(cfg.lexical_weight)
+        if best and cfg.title_routing_weight > 0:
+            rankings.append(self.hits(query, n, _doc_filter([d for d, _ in best])))
+            weights.append(cfg.title_routing_weight)
+        return dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
 
+    def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
+        """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
+
+        Empty when the filter is not a plain doc_id filter or already allows at most
+        ``retrieval.title_routing_docs`` documents.
+        """
+        if where is None:
+            allowed = None
+        elif set(where) == {"doc_id"}:
+            cond = where["doc_id"]
+            if isinstance(cond, dict) and set(cond) != {"$in"}:
+                return []
+            allowed = set(cond["$in"]) if isinstance(cond, dict) else {cond}
+        else:
+            return []
+        m = self.config.title_routing_docs
+        if allowed is not None and len(allowed) <= m:
+            return []
+        records = self.index.registry.documents()
+        key = tuple(sorted((r.doc_id, r.title) for r in records))
+        cached = getattr(self, "_title_cache", None)
+        if cached is None or cached[0] != key:
+            fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records if r.version]
+            cached = self._title_cache = (key, LexicalIndex(fake))
+        keep = (lambda h: h.metadata["doc_id"] in allowed) if allowed is not None else None
+        return [(h.metadata["doc_id"], h.text) for h in cached[1].search(query, m, keep)]
 
     def _lexical(self) -> LexicalIndex:
         """BM25 index over every live chunk in the store, rebuilt when the store's count changes."""
@@ -167,23 +211,34 @@ class Retriever:
             for i in range(0, len(ids), step):
                 records.extend(self.index.store.get(ids[i : i + step]))
             records.sort(key=lambda h: h.chunk_id)
-            cached = (count, LexicalIndex(self._live(records)))
+            # Index what was embedded: the breadcrumb (document title, section path) and the text.
+            cached = (count, LexicalIndex(self._live(records),
+                                          lambda h: f"{h.metadata.get('breadcrumb', '')}\n{h.text}"))
             self._lexical_cache = cached
             logger.info("BM25 index over %d chunks", len(cached[1].hits))
         return cached[1]
 
+    def _lines_and_tokens(self, doc_hash: str) -> tuple[list[str], list[int]]:
+        """Return the stored lines of a document version and the word pieces of each line.
 
-    def _line_tokens(self, doc_hash: str) -> list[int]:
-        """Word pieces of each stored line of a document version (index 0 is line 1)."""
-        cache = getattr(self, "_line_token_cache", None)
+        Kept for the 256 versions used last, so repeated assembly reads each source once.
+        """
+        cache = getattr(self, "_token_cache", None)
         if cache is None:
-            cache = self._line_token_cache = {}
+            cache = self._token_cache = OrderedDict()
         if doc_hash not in cache:
             lines = split_lines(self.index.registry.load_source(doc_hash))
             tok = self.index.embedder.tokenizer
-            cache[doc_hash] = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
+            counts = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
+            cache[doc_hash] = (lines, counts)
+            while len(cache) > 256:
+                cache.popitem(last=False)
+        cache.move_to_end(doc_hash)
         return cache[doc_hash]
 
+    def _line_tokens(self, doc_hash: str) -> list[int]:
+        """Word pieces of each stored line of a document version (index 0 is line 1)."""
+        return self._lines_and_tokens(doc_hash)[1]
 
     def assemble(
         self,
@@ -236,12 +291,10 @@ class Retriever:
         tok = self.index.embedder.tokenizer
         out: list[Section] = []
         used = 0
-        for w in windows:
+        for w, whole in zip(windows, self._sections([w.hit for w in windows]), strict=True):
             if used >= budget:
                 break
-            whole = self._sections([w.hit])[0]
-            lines = split_lines(self.index.registry.load_source(w.hit.metadata["doc_hash"]))
-            text = slice_lines(lines, w.start_line, w.end_line)
+            text = slice_lines(self._lines_and_tokens(w.hit.metadata["doc_hash"])[0], w.start_line, w.end_line)
             n_tok = w.tokens
             if used + n_tok > budget:
                 text = cut_to_tokens(text, budget - used, tok)
@@ -290,7 +343,7 @@ class Retriever:
             query = contextual_query(query, history)
         flt = self._where(where, doc_ids, source_prefix)
         cfg = self.config
-        if cfg.hybrid or cfg.section_scoring != "max":
+        if cfg.hybrid or cfg.section_scoring != "max" or cfg.title_routing_docs:
             ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt)
             rank = {h.chunk_id: i for i, h in enumerate(ranked, 1)}
             groups = rank_sections(ranked, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
@@ -419,6 +472,7 @@ class Retriever:
         max_references: int | None = None,
         *,
         interleave: bool = False,
+        per_section: int = 2,
     ) -> list[Section]:
         """Add the sections that the given sections cite ("see Note 14"), best citer first.
 
@@ -435,6 +489,8 @@ class Retriever:
             interleave: Put each referenced section right after its citing section (the order
                 a reader follows the trail; a budget cut then drops the lowest-ranked hits
                 first) instead of after all of ``sections``.
+            per_section: Most sections added for one citing section: the references nearest
+                to its best-matching chunk (``chunk_start_line..chunk_end_line``) win.
 
         Returns:
             ``sections`` in their order, then (or, with ``interleave``, each after its citing
@@ -462,8 +518,9 @@ class Retriever:
             lo, hi = (s.start_line, s.end_line)
             if s.delivered_tokens:
                 lo, hi = s.delivered_start_line, s.delivered_end_line
-            for _ref, node in refs.targets(lo, hi):
-                if n_added >= max_refs:
+            focus = (s.chunk_start_line, s.chunk_end_line)
+            for _ref, node in refs.targets(lo, hi, focus=focus):
+                if n_added >= max_refs or len(added[i]) >= per_section:
                     break
                 if any(node.start_line <= e and b <= node.end_line for b, e in spans[s.doc_id]):
                     continue
@@ -520,3 +577,24 @@ def _group_score(group: list[Hit], rank: dict[str, int], config: Any) -> float:
         return float(sum(1.0 / (config.rrf_k + rank[h.chunk_id]) for h in group))
     return float(group[0].score)
 
+
+
+def _normal(text: str) -> str:
+    """Lower-case text with runs of whitespace collapsed (for finding a title in a query)."""
+    return " ".join(text.lower().split())
+
+
+def _strip_titles(query: str, titles: Sequence[str]) -> str:
+    """Remove titles named in a query, and the punctuation left around them."""
+    import re
+
+    out = query
+    for t in titles:
+        out = re.sub(r"\s+".join(re.escape(w) for w in t.split()), " ", out, count=1, flags=re.IGNORECASE)
+    out = " ".join(out.split()).strip(" .:;,-")
+    return out or query
+
+
+def _doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:
+    """Chroma filter for a list of doc ids."""
+    return {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}

@@ -3,10 +3,12 @@
 Usage:
     .venv/bin/python scripts/refs_report.py ../shared/bench/qasper-dev/docs \
         ../shared/bench/long_docs/credit_agreements [--sample 50 --seed 0] [--json out.json]
+        [--linked-docs linked.txt]
 
 Prints, per folder, documents, detected references, resolved references and a breakdown by
 kind, then a seeded random sample of detections (drawn evenly across folders) with the line's
 text around the match and the resolved target, for hand labelling in docs/evaluation.md.
+``--linked-docs`` lists the documents where following references can change retrieval.
 No embedding model is needed: this runs on the skeleton tree alone.
 """
 
@@ -20,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from proxypointer.references import detect_references, label_index
+from proxypointer.references import detect_references, label_index, reference_graph
 from proxypointer.tree import build_tree, read_document, split_lines
 
 
@@ -34,10 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=50, help="detections to sample in all (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="write counts and sample as JSON")
+    ap.add_argument(
+        "--linked-docs", type=Path, help="write the paths of documents with a followable reference"
+    )
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     report: dict = {"folders": [], "sample": []}
     pools: list[list[dict]] = []
+    linked: list[str] = []
     for folder in args.folders:
         t0 = time.perf_counter()
         counts = collections.Counter()
@@ -48,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = split_lines(text)
             tree = build_tree(text, path.stem)
             refs = detect_references(tree, lines, label_index(tree, lines))
+            if reference_graph(refs):
+                linked.append(str(path))
             counts["documents"] += 1
             counts["detected"] += len(refs)
             counts["resolved"] += sum(r.resolved for r in refs)
@@ -97,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         for i, s in enumerate(report["sample"], 1):
             where, what = f"{s['file']}:{s['line']}", f"{s['kind']} {s['label']}"
             print(f"| {i} | {where} | {what} | …{s['context']}… | {s['target']} |")
+    if args.linked_docs:
+        args.linked_docs.write_text("".join(f"{p}\n" for p in linked), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     return 0

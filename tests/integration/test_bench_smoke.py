@@ -24,8 +24,13 @@ def test_bench_smoke_config_runs_every_phase(shared_dir, tmp_path):
     cfg["out"] = str(tmp_path / "out")
     path = tmp_path / "bench-smoke.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--config", str(path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--config", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     [result] = (tmp_path / "out").glob("bench-*.json")
     res = json.loads(result.read_text())

@@ -185,3 +185,22 @@ def test_hybrid_and_section_scoring_keep_sections_distinct(index):
         assert [s.score for s in secs] == sorted((s.score for s in secs), reverse=True)
         one = r.retrieve("parental leave", k=3, doc_ids=[secs[0].doc_id])
         assert {s.doc_id for s in one} == {secs[0].doc_id}
+
+
+def test_title_routing_restricts_to_a_named_document(index):
+    from proxypointer.retrieval import Retriever, _strip_titles
+
+    assert _strip_titles("Employee  handbook. How much sick pay?", ["Employee Handbook"]) == "How much sick pay?"
+    assert _strip_titles("Employee Handbook", ["Employee Handbook"]) == "Employee Handbook"
+    idx = index(title_routing_docs=2)
+    titles = {r.doc_id: r.title for r in idx.registry.documents()}
+    doc = next(d for d, t in titles.items() if t == "Telemetry Gateway Specification")
+    r = Retriever(idx)
+    secs = r.retrieve("Telemetry Gateway Specification. What happens when a buffer is full?", k=5)
+    assert secs and {s.doc_id for s in secs} == {doc}
+    blocks = r.assemble("Telemetry Gateway Specification. What happens when a buffer is full?", 400)
+    assert blocks and {b.doc_id for b in blocks} == {doc}
+    # Without the title every document stays searchable; a doc filter of one document skips routing.
+    assert len({s.doc_id for s in r.retrieve("leave buffer retention expenses visit", k=10)}) > 1
+    assert r.retrieve("Telemetry Gateway Specification. leave", k=2, doc_ids=["employee-handbook"])[0].doc_id \
+        == "employee-handbook"

@@ -186,10 +186,12 @@ def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
     assert "proxypointer - flat" in result["paired"]
     assert "| proxypointer |" in to_markdown(result)
     assert plot_budgets(result, tmp_path / "p.png").stat().st_size > 0
-    # A second run embeds nothing.
+    # A second run embeds no chunk again: only the queries (one batch).
     n = len(fake_embedder.embedded_texts)
     run_evaluation(bench, cfg, settings, specs, fake_embedder)
-    assert len(fake_embedder.embedded_texts) == n
+    again = fake_embedder.embedded_texts[n:]
+    queries = {q.question for q in bench.questions} | {f"{q.title}. {q.question}" for q in bench.questions}
+    assert again and set(again) <= queries
 
 
 def test_system_specs_validate_names_and_variants():

@@ -456,3 +456,20 @@ def test_roadmap_lines_are_not_followed():
     got = [(r.line, n.title) for r, n in refs.targets(intro.start_line, intro.end_line)]
     assert got == [(4, "Model")]
     assert len(refs.targets(intro.start_line, intro.end_line, roadmap_targets=0)) == 3
+
+
+def test_contents_are_not_followed_and_focus_orders_targets():
+    from proxypointer.references import DocumentReferences
+
+    text = (
+        "Contents\nSection 1 Scope\nSection 2 Terms\n"
+        "# Section 1 Scope\nSee Section 3.\n\nlong text\n\nSee Section 2.\n"
+        "# Section 2 Terms\nx\n# Section 3 Fees\ny\n"
+    )
+    refs = DocumentReferences.build(text, "d")
+    assert [n.title for _, n in refs.targets(1, 3)] == []  # the preamble lists contents
+    scope = refs.tree.node(refs.labels.headings[("section", "1")][0])
+    span = (scope.start_line, scope.end_line)
+    assert [n.title for _, n in refs.targets(*span)] == ["Section 3 Fees", "Section 2 Terms"]
+    got = refs.targets(*span, focus=(9, 9))
+    assert [n.title for _, n in got] == ["Section 2 Terms", "Section 3 Fees"]

@@ -1,0 +1,59 @@
+"""SentenceTransformerEmbedder's query cache and int8 naming, without loading a model."""
+
+import numpy as np
+
+from proxypointer.embedding import SentenceTransformerEmbedder
+
+
+class Counting(SentenceTransformerEmbedder):
+    def __init__(self, **kw):
+        super().__init__(query_threads=None, **kw)
+        self.calls = 0
+
+    def encode(self, texts, batch_size=None):
+        self.calls += 1
+        return np.stack([np.full(4, float(len(t)), np.float32) for t in texts])
+
+
+def test_repeated_query_is_encoded_once_and_read_only():
+    e = Counting(query_cache_size=2)
+    a = e.encode_query("parental leave")
+    b = e.encode_query("parental leave")
+    assert e.calls == 1 and a is b and not a.flags.writeable
+
+
+def test_cache_evicts_least_recently_used():
+    e = Counting(query_cache_size=2)
+    e.encode_query("a")
+    e.encode_query("bb")
+    e.encode_query("a")  # refresh "a"
+    e.encode_query("ccc")  # evicts "bb"
+    assert e.calls == 3
+    e.encode_query("a")
+    assert e.calls == 3
+    e.encode_query("bb")
+    assert e.calls == 4
+
+
+def test_cache_off():
+    e = Counting(query_cache_size=0)
+    e.encode_query("a")
+    e.encode_query("a")
+    assert e.calls == 2
+
+
+def test_int8_model_has_its_own_cache_key():
+    assert SentenceTransformerEmbedder(quantize_int8=True).name.endswith("+int8")
+    assert SentenceTransformerEmbedder().name == "all-MiniLM-L6-v2"
+
+
+def test_query_threads_are_restored(monkeypatch):
+    torch = __import__("pytest").importorskip("torch")
+    e = SentenceTransformerEmbedder()
+    seen = []
+    monkeypatch.setattr(
+        e, "encode", lambda texts, batch_size=None: seen.append(torch.get_num_threads()) or np.zeros((1, 4), np.float32)
+    )
+    before = torch.get_num_threads()
+    e.encode_query("a question")
+    assert seen == [1] and torch.get_num_threads() == before
