@@ -133,6 +133,8 @@ class LexicalIndex:
             import bm25s
         except ImportError as err:
             raise MissingDependencyError("hybrid retrieval needs bm25s; pip install bm25s") from err
+        # bm25s sets its own logger to DEBUG at import (STYLE.md); give the level back to the app.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
         self.hits = list(hits)
         self._bm25 = bm25s.BM25()
         self._stop = set(bm25s.stopwords.STOPWORDS_EN)

@@ -1,4 +1,4 @@
-"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check``.
+"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval``.
 
 A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
 1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
@@ -104,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
-    p = sub.add_parser("eval", parents=[common], help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
+    p = sub.add_parser("eval", parents=[common],
+                       help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
     p.add_argument("--benchmark", required=True, metavar="DIR", help="folder with docs/*.md and questions.jsonl")
     p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
     p.add_argument("--scope", action="append", choices=["doc", "corpus"],
@@ -327,8 +328,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from .config import load_config
     from .errors import ConfigError
-    from .evalrun import EvalSettings, plot_budgets, run_evaluation, system_specs, to_markdown
-    from .evaluation import load_benchmark
+    from .evalrun import EvalSettings, run_evaluation, system_specs
+    from .evaluation import load_benchmark, plot_budgets, to_markdown
 
     try:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())

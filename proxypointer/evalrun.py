@@ -45,11 +45,10 @@ __all__ = [
     "EvalSettings",
     "SystemSpec",
     "ingest_systems",
-    "plot_budgets",
+    "merge_results",
     "run_evaluation",
     "settings_from_dict",
     "system_specs",
-    "to_markdown",
 ]
 
 logger = logging.getLogger(__name__)
@@ -445,7 +444,57 @@ def run_evaluation(
 
 def _summarise(bench: Benchmark, config: ProxyPointerConfig, settings: EvalSettings, specs: Sequence[SystemSpec],
                values: dict, groups: list[str]) -> dict[str, Any]:
-    nb, seed = settings.bootstrap, settings.seed
+    ref = "proxypointer" if "proxypointer" in values else specs[0].name
+    return {
+        "benchmark": str(bench.root),
+        "config": config_to_dict(config),
+        "n_questions": len(bench.questions),
+        "n_documents": len(bench.paths),
+        "skipped_questions": bench.skipped,
+        **_stats(values, groups, settings.bootstrap, settings.seed, ref),
+        "settings": {**dataclasses.asdict(settings), "systems": list(settings.systems)},
+        "system_configs": {s.name: {"kind": s.kind, "assemble": s.assemble, **config_to_dict(s.config)}
+                           for s in specs},
+        "per_question": {"ids": [q.id for q in bench.questions], "doc_ids": groups, "values": values},
+    }
+
+
+def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Combine runs over the same benchmark questions into one result (new intervals, pairs).
+
+    Args:
+        results: Outputs of :func:`run_evaluation`; a system present in several keeps the
+            values of the first.
+
+    Returns:
+        A result like :func:`run_evaluation`'s, with the first run's benchmark, config and
+        settings, every system, and ``merged_from`` (the settings of each run).
+
+    Raises:
+        ConfigError: If the runs do not share the benchmark and the question list.
+    """
+    first = results[0]
+    pq = first["per_question"]
+    values: dict[str, Any] = {}
+    configs: dict[str, Any] = {}
+    for r in results:
+        if r["benchmark"] != first["benchmark"] or r["per_question"]["ids"] != pq["ids"]:
+            raise ConfigError("merge: runs differ in benchmark or questions (limit_docs?); merge equal runs only")
+        for name, v in r["per_question"]["values"].items():
+            values.setdefault(name, v)
+            configs.setdefault(name, r["system_configs"].get(name))
+    order = sorted(values, key=lambda n: (n not in SYSTEMS, SYSTEMS.index(n) if n in SYSTEMS else 0))
+    values = {n: values[n] for n in order}  # built-in systems first, in report order
+    ref = "proxypointer" if "proxypointer" in values else next(iter(values))
+    st = first["settings"]
+    out = {k: first[k] for k in ("benchmark", "config", "n_questions", "n_documents", "skipped_questions")}
+    out.update(_stats(values, pq["doc_ids"], st["bootstrap"], st["seed"], ref))
+    out.update({"settings": st, "system_configs": configs, "merged_from": [r["settings"] for r in results],
+                "per_question": {**pq, "values": values}})
+    return out
+
+
+def _stats(values: dict, groups: list[str], nb: int, seed: int, ref: str) -> dict[str, Any]:
     systems: dict[str, Any] = {}
     intervals: dict[str, Any] = {}
     for name, by_scope in values.items():
@@ -455,7 +504,6 @@ def _summarise(bench: Benchmark, config: ProxyPointerConfig, settings: EvalSetti
             systems[name][scope] = {m: round(s[0], 4) for m, s in stats.items()}
             intervals[name][scope] = {m: [round(s[1], 4), round(s[2], 4)] for m, s in stats.items()}
     paired: dict[str, Any] = {}
-    ref = "proxypointer" if "proxypointer" in values else specs[0].name
     for name in values:
         if name == ref:
             continue
@@ -465,83 +513,7 @@ def _summarise(bench: Benchmark, config: ProxyPointerConfig, settings: EvalSetti
                     for m, v in vals.items()}
             for scope, vals in values[name].items() if scope in values[ref]
         }
-    return {
-        "benchmark": str(bench.root),
-        "config": config_to_dict(config),
-        "n_questions": len(bench.questions),
-        "n_documents": len(bench.paths),
-        "skipped_questions": bench.skipped,
-        "systems": systems,
-        "intervals": intervals,
-        "paired": paired,
-        "settings": {**dataclasses.asdict(settings), "systems": list(settings.systems)},
-        "system_configs": {s.name: {"kind": s.kind, "assemble": s.assemble, **config_to_dict(s.config)}
-                           for s in specs},
-        "per_question": {"ids": [q.id for q in bench.questions], "doc_ids": groups, "values": values},
-    }
-
-
-def to_markdown(result: dict[str, Any]) -> str:
-    """Tables per scope (means, 95% intervals on hit@5 and budget hits) and paired differences."""
-    lines: list[str] = []
-    first = next(iter(result["systems"].values()))
-    for scope in first:
-        metrics = list(first[scope])
-        lines += [f"### scope: {scope} ({result['n_questions']} questions, {result['n_documents']} documents)", "",
-                  "| system | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
-        for name, by_scope in result["systems"].items():
-            cells = []
-            for m in metrics:
-                v = by_scope[scope][m]
-                if m == "tokens@5":
-                    cells.append(f"{v:.0f}")
-                elif m == "hit@5" or m.startswith("budget_hit"):
-                    lo, hi = result["intervals"][name][scope][m]
-                    cells.append(f"{v:.3f} [{lo:.3f}, {hi:.3f}]")
-                else:
-                    cells.append(f"{v:.3f}")
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines.append("")
-        if result["paired"]:
-            keys = [m for m in metrics if m == "hit@5" or m.startswith("budget_hit")]
-            lines += ["| paired difference | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
-            for pair, by_scope in result["paired"].items():
-                if scope in by_scope:
-                    cells = [f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
-                             for d in (by_scope[scope][m] for m in keys)]
-                    lines.append(f"| {pair} | " + " | ".join(cells) + " |")
-            lines.append("")
-    return "\n".join(lines)
-
-
-def plot_budgets(result: dict[str, Any], path: str | Path) -> Path:
-    """Save a PNG of budget_hit against budget, one panel per scope, one line per system."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    first = next(iter(result["systems"].values()))
-    scopes = list(first)
-    fig, axes = plt.subplots(1, len(scopes), figsize=(5.5 * len(scopes), 4), squeeze=False)
-    for ax, scope in zip(axes[0], scopes, strict=True):
-        for name, by_scope in result["systems"].items():
-            pts = sorted((int(m.split("@")[1]), v) for m, v in by_scope[scope].items() if m.startswith("budget_hit@"))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks([p[0] for p in pts], [str(p[0]) for p in pts])
-        ax.minorticks_off()
-        ax.set_xlabel("context budget (word pieces)")
-        ax.set_ylabel("budget_hit")
-        ax.set_title(f"{Path(result['benchmark']).name}, scope {scope}")
-        ax.grid(True, alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return {"systems": systems, "intervals": intervals, "paired": paired}
 
 
 def settings_from_dict(data: dict[str, Any], source: str = "<experiment>") -> EvalSettings:

@@ -5,7 +5,8 @@ evidence_spans: [{start, end}, ...]}``; offsets are 0-based half-open ``[start, 
 character offsets into the UTF-8 text of ``docs/<doc_id>.md`` as read from disk. They are
 mapped onto the normalised text that ``read_document`` gives (BOM dropped, CRLF -> LF) and
 then onto 1-based inclusive lines with ``tree.split_lines``. Systems and the harness that runs
-them live in :mod:`proxypointer.evalrun`; this module holds the data and the metrics.
+them live in :mod:`proxypointer.evalrun`; this module holds the data, the metrics and the
+reports (markdown tables, the budget plot).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ __all__ = [
     "hit_at",
     "load_benchmark",
     "paired_difference",
+    "plot_budgets",
     "recall_at",
     "reciprocal_rank",
     "tokens_at",
+    "to_markdown",
 ]
 
 logger = logging.getLogger(__name__)
@@ -341,3 +344,68 @@ def paired_difference(
 ) -> tuple[float, float, float]:
     """Mean of ``a - b`` over the same questions, with a document-bootstrap 95% interval."""
     return bootstrap_interval(np.asarray(a, float) - np.asarray(b, float), groups, n_boot, seed)
+
+
+# -- reports ------------------------------------------------------------------------------
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """Tables per scope (means, 95% intervals on hit@5 and budget hits) and paired differences."""
+    lines: list[str] = []
+    first = next(iter(result["systems"].values()))
+    for scope in first:
+        metrics = list(first[scope])
+        lines += [f"### scope: {scope} ({result['n_questions']} questions, {result['n_documents']} documents)", "",
+                  "| system | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+        for name, by_scope in result["systems"].items():
+            cells = []
+            for m in metrics:
+                v = by_scope[scope][m]
+                if m == "tokens@5":
+                    cells.append(f"{v:.0f}")
+                elif m == "hit@5" or m.startswith("budget_hit"):
+                    lo, hi = result["intervals"][name][scope][m]
+                    cells.append(f"{v:.3f} [{lo:.3f}, {hi:.3f}]")
+                else:
+                    cells.append(f"{v:.3f}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if result["paired"]:
+            keys = [m for m in metrics if m == "hit@5" or m.startswith("budget_hit")]
+            lines += ["| paired difference | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+            for pair, by_scope in result["paired"].items():
+                if scope in by_scope:
+                    cells = [f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+                             for d in (by_scope[scope][m] for m in keys)]
+                    lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def plot_budgets(result: dict[str, Any], path: str | Path) -> Path:
+    """Save a PNG of budget_hit against budget, one panel per scope, one line per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    first = next(iter(result["systems"].values()))
+    scopes = list(first)
+    fig, axes = plt.subplots(1, len(scopes), figsize=(5.5 * len(scopes), 4), squeeze=False)
+    for ax, scope in zip(axes[0], scopes, strict=True):
+        for name, by_scope in result["systems"].items():
+            pts = sorted((int(m.split("@")[1]), v) for m, v in by_scope[scope].items() if m.startswith("budget_hit@"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([p[0] for p in pts], [str(p[0]) for p in pts])
+        ax.minorticks_off()
+        ax.set_xlabel("context budget (word pieces)")
+        ax.set_ylabel("budget_hit")
+        ax.set_title(f"{Path(result['benchmark']).name}, scope {scope}")
+        ax.grid(True, alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scopes", help="override scopes (comma-separated)")
     ap.add_argument("--out", help="output folder (default results/<config name>-<UTC time>)")
     ap.add_argument("--ingest-only", action="store_true", help="fill the per-system stores and stop")
+    ap.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
+                    help="instead of running: combine results.json files of equal runs into --out")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
@@ -40,17 +42,24 @@ def main(argv: list[str] | None = None) -> int:
 
     from proxypointer.config import config_from_dict, config_to_dict
     from proxypointer.errors import ProxyPointerError
-    from proxypointer.evalrun import (
-        ingest_systems,
-        plot_budgets,
-        run_evaluation,
-        settings_from_dict,
-        system_specs,
-        to_markdown,
-    )
-    from proxypointer.evaluation import load_benchmark
+    from proxypointer.evalrun import ingest_systems, run_evaluation, settings_from_dict, system_specs
+    from proxypointer.evaluation import load_benchmark, plot_budgets, to_markdown
 
     path = Path(args.config)
+    if args.merge:
+        from proxypointer.evalrun import merge_results
+
+        result = merge_results([json.loads(Path(f).read_text()) for f in args.merge])
+        out = Path(args.out or ROOT / "results" / f"{path.stem}-merged")
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, out / path.name)
+        (out / "results.json").write_text(json.dumps(result, indent=1))
+        table = to_markdown(result)
+        (out / "results.md").write_text(table + "\n")
+        plot_budgets(result, out / "budget_hit.png")
+        print(table)
+        print(f"wrote {out}")
+        return 0
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         pipeline = config_from_dict(data.pop("pipeline", None), f"{path}: pipeline")

@@ -169,7 +169,8 @@ def test_qasper_spans_slice_to_their_evidence(shared_dir):
 
 
 def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
-    from proxypointer.evalrun import EvalSettings, plot_budgets, run_evaluation, system_specs, to_markdown
+    from proxypointer.evalrun import EvalSettings, run_evaluation, system_specs
+    from proxypointer.evaluation import plot_budgets, to_markdown
 
     bench = load_benchmark(bench_dir)
     cfg = ProxyPointerConfig()
@@ -218,3 +219,23 @@ def test_bootstrap_is_deterministic():
     v = np.random.default_rng(0).random(40)
     g = [str(i % 7) for i in range(40)]
     assert bootstrap_interval(v, g, seed=3) == bootstrap_interval(v, g, seed=3)
+
+
+def test_merge_results_combines_runs_over_the_same_questions(bench_dir, tmp_path, fake_embedder):
+    from proxypointer.evalrun import EvalSettings, merge_results, run_evaluation, system_specs
+
+    bench = load_benchmark(bench_dir)
+    cfg = ProxyPointerConfig()
+    settings = EvalSettings(benchmark=str(bench_dir), budgets=(50,), bootstrap=20, cache=str(tmp_path / "c"),
+                            scopes=("doc",))
+    a = run_evaluation(bench, cfg, settings, system_specs(["flat"], cfg), fake_embedder)
+    b = run_evaluation(bench, cfg, settings, system_specs(["proxypointer", "flat"], cfg), fake_embedder)
+    merged = merge_results([a, b])
+    assert list(merged["systems"]) == ["proxypointer", "flat"]
+    assert merged["systems"]["flat"] == a["systems"]["flat"]
+    assert merged["systems"]["proxypointer"] == b["systems"]["proxypointer"]
+    assert "proxypointer - flat" in merged["paired"]
+    other = load_benchmark(bench_dir, limit_docs=1)
+    c = run_evaluation(other, cfg, settings, system_specs(["flat"], cfg), fake_embedder)
+    with pytest.raises(ConfigError, match="merge"):
+        merge_results([a, c])
