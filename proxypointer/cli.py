@@ -32,7 +32,9 @@ def _add_tree_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bold-headings", action="store_true", help="treat lines that are one **bold** span as headings")
     g.add_argument("--numbered-headings", action="store_true", help="treat plain lines like '2.3 Results' as headings")
     g.add_argument("--html-headings", action="store_true", help="treat <h1>..<h6> lines as headings")
-    g.add_argument("--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level")
+    g.add_argument(
+        "--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,15 +64,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
     p.add_argument("--prefix", metavar="PREFIX", help="search only documents whose doc_id starts with PREFIX")
     p.add_argument("--json", action="store_true", help="print a JSON list of sections")
-    p.add_argument("--refs", action="store_true",
-                   help="also add the sections they cite ('see Appendix G') and look up labels named in the "
-                        "question (default: retrieval.follow_references)")
+    p.add_argument(
+        "--refs",
+        action="store_true",
+        help="also add the sections they cite ('see Appendix G') and look up labels named in the "
+        "question (default: retrieval.follow_references)",
+    )
     _add_store_args(p)
 
-    p = sub.add_parser("ask", parents=[common], help="answer a question from the best sections, with citations (needs an llm: config)")
+    p = sub.add_parser(
+        "ask", parents=[common], help="answer a question from the best sections, with citations (needs an llm: config)"
+    )
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=None, help="number of sections shown to the model (default: retrieval.k, 5)")
-    p.add_argument("--session", metavar="NAME", help="keep a conversation: follow-ups use earlier turns (stored in the store folder)")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="keep a conversation: follow-ups use earlier turns (stored in the store folder)",
+    )
     p.add_argument("--doc", action="append", metavar="DOC_ID", help="search only this document (repeatable)")
     p.add_argument("--prefix", metavar="PREFIX", help="search only documents whose doc_id starts with PREFIX")
     p.add_argument("--json", action="store_true", help="print the answer (or, without an LLM, the context) as JSON")
@@ -82,8 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
     p.add_argument("--check", action="store_true", help="report trees that look wrong before indexing")
-    p.add_argument("--refs", action="store_true",
-                   help="list cross-references ('see Note 14'): line, label, resolved target or 'unresolved'")
+    p.add_argument(
+        "--refs",
+        action="store_true",
+        help="list cross-references ('see Note 14'): line, label, resolved target or 'unresolved'",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML config")
     _add_tree_flags(p)
 
@@ -104,22 +118,41 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
-    p = sub.add_parser("eval", parents=[common],
-                       help="measure retrieval quality on a benchmark folder (docs/evaluation.md)")
+    p = sub.add_parser(
+        "eval", parents=[common], help="measure retrieval quality on a benchmark folder (docs/evaluation.md)"
+    )
     p.add_argument("--benchmark", required=True, metavar="DIR", help="folder with docs/*.md and questions.jsonl")
     p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
-    p.add_argument("--scope", action="append", choices=["doc", "corpus"],
-                   help="doc: search the question's document only; corpus: all (repeatable; default both)")
-    p.add_argument("--query-template", metavar="TEMPLATE",
-                   help="query for every scope, with {question} and {title} (default: '{question}' for doc, "
-                        "'{title}. {question}' for corpus)")
-    p.add_argument("--k", type=int, default=5,
-                   help="extra cut-off 1..10: adds hit@k, recall@k, tokens@k (hit@1/3/5, MRR@10 always)")
-    p.add_argument("--budgets", default="500,1000,2000,4000", metavar="B,B",
-                   help="context budgets in word pieces of the model's tokenizer (default 500,1000,2000,4000)")
+    p.add_argument(
+        "--scope",
+        action="append",
+        choices=["doc", "corpus"],
+        help="doc: search the question's document only; corpus: all (repeatable; default both)",
+    )
+    p.add_argument(
+        "--query-template",
+        metavar="TEMPLATE",
+        help="query for every scope, with {question} and {title} (default: '{question}' for doc, "
+        "'{title}. {question}' for corpus)",
+    )
+    p.add_argument(
+        "--k",
+        type=int,
+        default=5,
+        help="extra cut-off 1..10: adds hit@k, recall@k, tokens@k (hit@1/3/5, MRR@10 always)",
+    )
+    p.add_argument(
+        "--budgets",
+        default="500,1000,2000,4000",
+        metavar="B,B",
+        help="context budgets in word pieces of the model's tokenizer (default 500,1000,2000,4000)",
+    )
     p.add_argument("--limit-docs", type=int, default=0, metavar="N", help="first N documents only (0: all)")
-    p.add_argument("--systems", default=",".join(("proxypointer", "flat", "flat-title", "sections-no-breadcrumb",
-                                                 "bm25-sections")), help="comma-separated systems")
+    p.add_argument(
+        "--systems",
+        default=",".join(("proxypointer", "flat", "flat-title", "sections-no-breadcrumb", "bm25-sections")),
+        help="comma-separated systems",
+    )
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap samples for 95%% intervals")
     p.add_argument("--cache", default=".proxypointer/eval-cache", metavar="DIR", help="folder of per-system stores")
     p.add_argument("--json", metavar="OUT", help="write results as JSON (and OUT's .md and .png beside it)")
@@ -153,7 +186,7 @@ def _index(args: argparse.Namespace):
 def _cmd_ingest(args: argparse.Namespace) -> int:
     index = _index(args)
     report = index.ingest(args.paths, prune=args.prune, show_progress=not args.quiet)
-    for path, message in report.failed:
+    for _path, message in report.failed:
         print(f"error: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -168,8 +201,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
     index = _index(args)
     retriever = Retriever(index)
     if args.refs or index.config.retrieval.follow_references:
-        sections = retriever.retrieve_with_references(args.question, k=args.k, doc_ids=args.doc,
-                                                      source_prefix=args.prefix)
+        sections = retriever.retrieve_with_references(
+            args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix
+        )
     else:
         sections = retriever.retrieve(args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix)
     if args.json:
@@ -202,17 +236,35 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     ctx = answerer.context(args.question, history, **opts) if ans is None else None
     if session is not None:  # saved before printing: a closed pipe must not lose the turn
         top = ctx.sections[:3] if ctx else ()
-        session.append(ans.to_turn() if ans else Turn(
-            args.question, "", tuple(s.breadcrumb for s in top), tuple(s.citation for s in top)))
+        session.append(
+            ans.to_turn()
+            if ans
+            else Turn(args.question, "", tuple(s.breadcrumb for s in top), tuple(s.citation for s in top))
+        )
         session.save()
     if ctx is not None:
         if args.json:
-            print(json.dumps({"question": ctx.question, "query": ctx.query, "answer": None,
-                              "sections": [s.to_dict() for s in ctx.sections]}, indent=2, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "question": ctx.question,
+                        "query": ctx.query,
+                        "answer": None,
+                        "sections": [s.to_dict() for s in ctx.sections],
+                    },
+                    indent=2,
+                    ensure_ascii=False,
+                )
+            )
         else:
-            print(format_context(ctx.sections) if ctx.sections else "no sections found (run `proxypointer ingest PATH`)")
-        print("note: no LLM configured, so this is the retrieved context only; add an llm: block "
-              "(base_url, model, api_key_env) to the config, e.g. configs/llm-example.yaml", file=sys.stderr)
+            print(
+                format_context(ctx.sections) if ctx.sections else "no sections found (run `proxypointer ingest PATH`)"
+            )
+        print(
+            "note: no LLM configured, so this is the retrieved context only; add an llm: block "
+            "(base_url, model, api_key_env) to the config, e.g. configs/llm-example.yaml",
+            file=sys.stderr,
+        )
         return 0
     if args.json:
         print(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
@@ -223,8 +275,11 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         for n, s in zip(ans.cited, ans.citations, strict=True):
             print(f"[{n}] {s.citation}  {' > '.join(s.breadcrumb)}")
     if ans.invalid_citations:
-        print(f"warning: the answer cites {', '.join(f'[{n}]' for n in ans.invalid_citations)}, "
-              f"which match no source (1..{len(ans.sections)})", file=sys.stderr)
+        print(
+            f"warning: the answer cites {', '.join(f'[{n}]' for n in ans.invalid_citations)}, "
+            f"which match no source (1..{len(ans.sections)})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -252,12 +307,29 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             _print_refs(f, tree, split_lines(text), args.json)
             continue
         if fmt == "json":
-            print(json.dumps({
-                "doc_id": tree.doc_id, "line_count": tree.line_count,
-                "nodes": [{"node_id": n.node_id, "title": n.title, "level": n.level, "start_line": n.start_line,
-                           "end_line": n.end_line, "body_end_line": n.body_end_line, "parent_id": n.parent_id,
-                           "kind": n.kind} for n in tree.nodes],
-            }, indent=2, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "doc_id": tree.doc_id,
+                        "line_count": tree.line_count,
+                        "nodes": [
+                            {
+                                "node_id": n.node_id,
+                                "title": n.title,
+                                "level": n.level,
+                                "start_line": n.start_line,
+                                "end_line": n.end_line,
+                                "body_end_line": n.body_end_line,
+                                "parent_id": n.parent_id,
+                                "kind": n.kind,
+                            }
+                            for n in tree.nodes
+                        ],
+                    },
+                    indent=2,
+                    ensure_ascii=False,
+                )
+            )
         elif fmt == "pageindex":
             from .treecheck import tree_to_pageindex
 
@@ -277,15 +349,40 @@ def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa:
 
     refs = detect_references(tree, lines)
     if as_json:
-        print(json.dumps([{"line": r.line, "column": r.column, "kind": r.kind, "label": r.label, "text": r.text,
-                           "source_node_id": r.source_node_id, "targets": [
-                               {"node_id": t, "title": tree.node(t).title, "start_line": tree.node(t).start_line,
-                                "end_line": tree.node(t).end_line} for t in r.target_node_ids]}
-                          for r in refs], indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                [
+                    {
+                        "line": r.line,
+                        "column": r.column,
+                        "kind": r.kind,
+                        "label": r.label,
+                        "text": r.text,
+                        "source_node_id": r.source_node_id,
+                        "targets": [
+                            {
+                                "node_id": t,
+                                "title": tree.node(t).title,
+                                "start_line": tree.node(t).start_line,
+                                "end_line": tree.node(t).end_line,
+                            }
+                            for t in r.target_node_ids
+                        ],
+                    }
+                    for r in refs
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
     for r in refs:
-        target = "; ".join(f"{tree.node(t).title} (L{tree.node(t).start_line}-L{tree.node(t).end_line})"
-                           for t in r.target_node_ids) or "unresolved"
+        target = (
+            "; ".join(
+                f"{tree.node(t).title} (L{tree.node(t).start_line}-L{tree.node(t).end_line})" for t in r.target_node_ids
+            )
+            or "unresolved"
+        )
         print(f"{f}:{r.line}: {r.kind} {r.label} [{r.text}] -> {target}")
     print(f"{f}: {len(refs)} references, {sum(r.resolved for r in refs)} resolved")
 
@@ -314,8 +411,18 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     rep = _index(args).check(repair=args.repair)
     if args.json:
-        print(json.dumps({"ok": rep.ok, "documents": rep.documents, "chunks": rep.chunks,
-                          "problems": rep.problems, "repaired": rep.repaired}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "ok": rep.ok,
+                    "documents": rep.documents,
+                    "chunks": rep.chunks,
+                    "problems": rep.problems,
+                    "repaired": rep.repaired,
+                },
+                indent=2,
+            )
+        )
     else:
         for p in rep.problems:
             print(f"problem: {p}")
@@ -339,14 +446,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.query_template:
         templates = dict.fromkeys(templates, args.query_template)
     settings = EvalSettings(
-        benchmark=args.benchmark, systems=tuple(s.strip() for s in args.systems.split(",") if s.strip()),
-        scopes=tuple(args.scope or ("doc", "corpus")), query_templates=templates, k=args.k, budgets=budgets,
-        limit_docs=args.limit_docs, bootstrap=args.bootstrap, cache=args.cache,
+        benchmark=args.benchmark,
+        systems=tuple(s.strip() for s in args.systems.split(",") if s.strip()),
+        scopes=tuple(args.scope or ("doc", "corpus")),
+        query_templates=templates,
+        k=args.k,
+        budgets=budgets,
+        limit_docs=args.limit_docs,
+        bootstrap=args.bootstrap,
+        cache=args.cache,
     )
     config = load_config(args.config)
     bench = load_benchmark(args.benchmark, args.limit_docs or None)
-    result = run_evaluation(bench, config, settings, system_specs(settings.systems, config),
-                            show_progress=not args.quiet)
+    result = run_evaluation(
+        bench, config, settings, system_specs(settings.systems, config), show_progress=not args.quiet
+    )
     table = to_markdown(result)
     print(table)
     if args.json:
@@ -361,8 +475,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {
-    "ingest": _cmd_ingest, "query": _cmd_query, "tree": _cmd_tree, "status": _cmd_status,
-    "delete": _cmd_delete, "check": _cmd_check, "ask": _cmd_ask, "eval": _cmd_eval,
+    "ingest": _cmd_ingest,
+    "query": _cmd_query,
+    "tree": _cmd_tree,
+    "status": _cmd_status,
+    "delete": _cmd_delete,
+    "check": _cmd_check,
+    "ask": _cmd_ask,
+    "eval": _cmd_eval,
 }
 
 

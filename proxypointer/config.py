@@ -121,7 +121,11 @@ class ChunkingConfig:
             f"expected 0 < window_overlap_tokens < window_tokens, got {self.window_overlap_tokens}",
         )
         _check(self.min_chars >= 0, f"{w}.min_chars", f"expected an int >= 0, got {self.min_chars}")
-        _check(self.strategy in ("sections", "windows"), f"{w}.strategy", f"expected 'sections' or 'windows', got {self.strategy!r}")
+        _check(
+            self.strategy in ("sections", "windows"),
+            f"{w}.strategy",
+            f"expected 'sections' or 'windows', got {self.strategy!r}",
+        )
         _check(
             self.breadcrumb in ("path", "section", "title", "none"),
             f"{w}.breadcrumb",
@@ -250,10 +254,16 @@ class RetrievalConfig:
             "retrieval.whole_section_tokens",
             f"expected an int >= 0, got {self.whole_section_tokens}",
         )
-        _check(self.title_routing_docs >= 0, "retrieval.title_routing_docs",
-               f"expected >= 0, got {self.title_routing_docs}")
-        _check(self.title_routing_weight >= 0, "retrieval.title_routing_weight",
-               f"expected >= 0, got {self.title_routing_weight}")
+        _check(
+            self.title_routing_docs >= 0,
+            "retrieval.title_routing_docs",
+            f"expected >= 0, got {self.title_routing_docs}",
+        )
+        _check(
+            self.title_routing_weight >= 0,
+            "retrieval.title_routing_weight",
+            f"expected >= 0, got {self.title_routing_weight}",
+        )
         _check(
             self.assembly_order in ("chunks", "sections"),
             "retrieval.assembly_order",
@@ -329,7 +339,9 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     elif ann is int:
         _check(isinstance(value, int) and not isinstance(value, bool), where, f"expected an int, got {value!r}")
     elif ann is float:
-        _check(isinstance(value, (int, float)) and not isinstance(value, bool), where, f"expected a number, got {value!r}")
+        _check(
+            isinstance(value, (int, float)) and not isinstance(value, bool), where, f"expected a number, got {value!r}"
+        )
         value = float(value)
     elif ann is str:
         _check(isinstance(value, str), where, f"expected a string, got {value!r}")

@@ -90,11 +90,17 @@ class IngestReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
-            "documents": self.documents, "indexed": self.indexed, "unchanged": self.unchanged,
-            "deleted": self.deleted, "sections": self.sections, "chunks": self.chunks,
-            "embedded": self.embedded, "cached": self.cached,
+            "documents": self.documents,
+            "indexed": self.indexed,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "sections": self.sections,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "cached": self.cached,
             "failed": [{"path": p, "error": m} for p, m in self.failed],
-            "seconds": round(self.seconds, 3), "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+            "seconds": round(self.seconds, 3),
+            "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
         }
 
 
@@ -241,7 +247,9 @@ class Index:
     def pipeline_key(self) -> str:
         """Hash of every setting that shapes chunks and vectors (model, tree, chunking)."""
         cfg = config_to_dict(self.config)
-        key = json.dumps({"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}, sort_keys=True)
+        key = json.dumps(
+            {"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}, sort_keys=True
+        )
         return hashlib.sha1(key.encode()).hexdigest()[:8]
 
     @contextmanager
@@ -319,7 +327,9 @@ class Index:
         from tqdm import tqdm
 
         t0 = time.perf_counter()
-        report = IngestReport(stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0))
+        report = IngestReport(
+            stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0)
+        )
         st = report.stage_seconds
         self._check_model()
         self.repair()
@@ -364,10 +374,24 @@ class Index:
             st["tree"] += t2 - t
             chunks = chunk_document(tree, text, tokenizer, self.config.chunking, lines=lines, version=version)
             st["chunking"] += time.perf_counter() - t2
-            n_sections = len(tree.nodes) if tree.has_headings and self.config.chunking.strategy == "sections" else len(chunks)
+            n_sections = (
+                len(tree.nodes) if tree.has_headings and self.config.chunking.strategy == "sections" else len(chunks)
+            )
             pending.append(
-                _Prepared(doc_id, path, text, doc_hash, version, tree.title, len(lines), n_sections, chunks,
-                          tree_to_json(tree), stat.st_mtime, stat.st_size)
+                _Prepared(
+                    doc_id,
+                    path,
+                    text,
+                    doc_hash,
+                    version,
+                    tree.title,
+                    len(lines),
+                    n_sections,
+                    chunks,
+                    tree_to_json(tree),
+                    stat.st_mtime,
+                    stat.st_size,
+                )
             )
             n_pending += len(chunks)
             if n_pending >= batch_chunks:
@@ -442,9 +466,17 @@ class Index:
             st["store"] += time.perf_counter() - t
             t = time.perf_counter()
             old = self.registry.commit_version(
-                d.doc_id, source_path=source, doc_hash=d.doc_hash, version=d.version, title=d.title,
-                line_count=d.line_count, n_sections=d.n_sections, chunk_ids=[c.chunk_id for c in d.chunks],
-                source_mtime=d.mtime, source_size=d.size, tree_json=d.tree_json,
+                d.doc_id,
+                source_path=source,
+                doc_hash=d.doc_hash,
+                version=d.version,
+                title=d.title,
+                line_count=d.line_count,
+                n_sections=d.n_sections,
+                chunk_ids=[c.chunk_id for c in d.chunks],
+                source_mtime=d.mtime,
+                source_size=d.size,
+                tree_json=d.tree_json,
             )
             st["registry"] += time.perf_counter() - t
             t = time.perf_counter()
@@ -555,8 +587,11 @@ class Index:
                     changed = True
                 if changed:
                     stale.append({"doc_id": rec.doc_id, "source": rec.source_path, "reason": "changed"})
-        where = (f"http://{self.config.store.host}:{self.config.store.port}" if self.config.store.mode == "http"
-                 else str(self.root.resolve()))
+        where = (
+            f"http://{self.config.store.host}:{self.config.store.port}"
+            if self.config.store.mode == "http"
+            else str(self.root.resolve())
+        )
         return {
             **stats,
             "model": self.registry.get_meta("model") or self.embedder.name,
@@ -619,19 +654,28 @@ class Index:
                     rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} does not match its hash")
                     broken = True
                 elif lines != rec.line_count:
-                    rep.problems.append(f"{rec.doc_id}: stored source has {lines} lines, registry says {rec.line_count}")
+                    rep.problems.append(
+                        f"{rec.doc_id}: stored source has {lines} lines, registry says {rec.line_count}"
+                    )
             ids = reg.chunk_ids(rec.doc_id)
             if len(ids) != rec.n_chunks:
                 rep.problems.append(f"{rec.doc_id}: {len(ids)} chunks registered, record says {rec.n_chunks}")
             absent = sorted(i for i in ids if i not in meta)
             if absent:
-                rep.problems.append(f"{rec.doc_id}: {len(absent)} registered chunks missing from Chroma (e.g. {absent[0]})")
+                rep.problems.append(
+                    f"{rec.doc_id}: {len(absent)} registered chunks missing from Chroma (e.g. {absent[0]})"
+                )
                 broken = True
             for cid in sorted(ids - set(absent)):
                 m = meta[cid]
-                if m.get("doc_id") != rec.doc_id or m.get("version") != rec.version or m.get("doc_hash") != rec.doc_hash:
-                    rep.problems.append(f"{rec.doc_id}: chunk {cid} has version {m.get('version')!r}, "
-                                        f"registry says {rec.version!r}")
+                if (
+                    m.get("doc_id") != rec.doc_id
+                    or m.get("version") != rec.version
+                    or m.get("doc_hash") != rec.doc_hash
+                ):
+                    rep.problems.append(
+                        f"{rec.doc_id}: chunk {cid} has version {m.get('version')!r}, registry says {rec.version!r}"
+                    )
                     broken = True
                     break
                 start, end = m.get("start_line"), m.get("end_line")

@@ -20,8 +20,8 @@ from .assembly import LexicalIndex, cut_to_tokens, fuse_rrf, matches_where, pack
 from .conversation import Turn, contextual_query
 from .errors import ConfigError
 from .pipeline import Index
-from .store import Hit
 from .references import DocumentReferences
+from .store import Hit
 from .tree import Node, slice_lines, split_lines
 
 __all__ = ["Retriever", "Section"]
@@ -55,7 +55,7 @@ class Section:
         delivered_end_line: Last line delivered by ``assemble`` (its text may stop inside this
             line when the budget ran out), 1-based inclusive; 0 from ``retrieve``.
         delivered_text: What ``assemble`` delivers: the stored lines
-            ``delivered_start_line..delivered_end_line`` joined with ``\n``, cut at a word-piece
+            ``delivered_start_line..delivered_end_line`` joined with ``\\n``, cut at a word-piece
             boundary when the budget ran out; ``""`` from ``retrieve``.
         delivered_tokens: Word pieces of ``delivered_text`` (embedding model's tokenizer, no
             special tokens); 0 from ``retrieve``.
@@ -109,8 +109,11 @@ class Retriever:
 
     def hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
         """Raw chunk hits of live document versions, best first (no deduplication)."""
-        vector = self.index.embedder.encode_query(query) if hasattr(self.index.embedder, "encode_query") \
+        vector = (
+            self.index.embedder.encode_query(query)
+            if hasattr(self.index.embedder, "encode_query")
             else self.index.embedder.encode([query])[0]
+        )
         return self._live(self.index.store.query(vector, n, where))
 
     def _live(self, hits: list[Hit]) -> list[Hit]:
@@ -212,8 +215,10 @@ class Retriever:
                 records.extend(self.index.store.get(ids[i : i + step]))
             records.sort(key=lambda h: h.chunk_id)
             # Index what was embedded: the breadcrumb (document title, section path) and the text.
-            cached = (count, LexicalIndex(self._live(records),
-                                          lambda h: f"{h.metadata.get('breadcrumb', '')}\n{h.text}"))
+            cached = (
+                count,
+                LexicalIndex(self._live(records), lambda h: f"{h.metadata.get('breadcrumb', '')}\n{h.text}"),
+            )
             self._lexical_cache = cached
             logger.info("BM25 index over %d chunks", len(cached[1].hits))
         return cached[1]
@@ -286,8 +291,9 @@ class Retriever:
         flt = self._where(where, doc_ids, source_prefix)
         n = max(cfg.overfetch, budget // 20)
         groups = rank_sections(self.ranked_hits(query, n, flt), cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-        windows = pack_windows(groups, self._line_tokens, budget, whole_section_tokens=cfg.whole_section_tokens,
-                               order=cfg.assembly_order)
+        windows = pack_windows(
+            groups, self._line_tokens, budget, whole_section_tokens=cfg.whole_section_tokens, order=cfg.assembly_order
+        )
         tok = self.index.embedder.tokenizer
         out: list[Section] = []
         used = 0
@@ -301,8 +307,15 @@ class Retriever:
                 n_tok = tok.count(text)
             used += n_tok
             end = w.start_line + text.count("\n")
-            out.append(replace(whole, delivered_start_line=w.start_line, delivered_end_line=end,
-                               delivered_text=text, delivered_tokens=n_tok))
+            out.append(
+                replace(
+                    whole,
+                    delivered_start_line=w.start_line,
+                    delivered_end_line=end,
+                    delivered_text=text,
+                    delivered_tokens=n_tok,
+                )
+            )
         return out
 
     def retrieve(
@@ -397,12 +410,19 @@ class Retriever:
             source = str(m.get("source", ""))
             out.append(
                 Section(
-                    doc_id=m["doc_id"], node_id=m["node_id"], title=m.get("title", ""),
+                    doc_id=m["doc_id"],
+                    node_id=m["node_id"],
+                    title=m.get("title", ""),
                     breadcrumb=tuple(json.loads(m.get("breadcrumb_json", "[]"))),
-                    start_line=start, end_line=end, text=slice_lines(texts[doc_hash], start, end),
-                    score=h.score, chunk_text=h.text,
+                    start_line=start,
+                    end_line=end,
+                    text=slice_lines(texts[doc_hash], start, end),
+                    score=h.score,
+                    chunk_text=h.text,
                     citation=f"{m['doc_id']}{Path(source).suffix or '.md'}#L{start}-L{end}",
-                    source=source, kind=m.get("kind", "heading"), level=int(m.get("level", 0)),
+                    source=source,
+                    kind=m.get("kind", "heading"),
+                    level=int(m.get("level", 0)),
                     chunk_start_line=int(m.get("chunk_start_line", start)),
                     chunk_end_line=int(m.get("chunk_end_line", end)),
                 )
@@ -458,8 +478,7 @@ class Retriever:
                 if named:
                     src = next(s.source for s in found if s.doc_id == doc_id)
                     top = found[0].score
-                    first = [self._node_section(doc_id, refs, refs.tree.node(n), src, top, "query")
-                             for n in named[:k]]
+                    first = [self._node_section(doc_id, refs, refs.tree.node(n), src, top, "query") for n in named[:k]]
                     keys = {(doc_id, s.node_id) for s in first}
                     found = (first + [s for s in found if (s.doc_id, s.node_id) not in keys])[:k]
                     break
@@ -531,9 +550,13 @@ class Retriever:
                     continue
                 used += n_tok
                 if assembled:
-                    new = replace(new, delivered_start_line=node.start_line,
-                                  delivered_end_line=node.end_line, delivered_text=new.text,
-                                  delivered_tokens=n_tok)
+                    new = replace(
+                        new,
+                        delivered_start_line=node.start_line,
+                        delivered_end_line=node.end_line,
+                        delivered_text=new.text,
+                        delivered_tokens=n_tok,
+                    )
                 spans[s.doc_id].append((node.start_line, node.end_line))
                 added[i].append(new)
                 n_added += 1
@@ -560,11 +583,21 @@ class Retriever:
     ) -> Section:
         start, end = node.start_line, node.end_line
         return Section(
-            doc_id=doc_id, node_id=node.node_id, title=node.title,
-            breadcrumb=refs.breadcrumb(node.node_id), start_line=start, end_line=end,
-            text=slice_lines(refs.lines, start, end), score=score, chunk_text="",
-            citation=f"{doc_id}{Path(source).suffix or '.md'}#L{start}-L{end}", source=source,
-            kind=node.kind, level=node.level, chunk_start_line=start, chunk_end_line=end,
+            doc_id=doc_id,
+            node_id=node.node_id,
+            title=node.title,
+            breadcrumb=refs.breadcrumb(node.node_id),
+            start_line=start,
+            end_line=end,
+            text=slice_lines(refs.lines, start, end),
+            score=score,
+            chunk_text="",
+            citation=f"{doc_id}{Path(source).suffix or '.md'}#L{start}-L{end}",
+            source=source,
+            kind=node.kind,
+            level=node.level,
+            chunk_start_line=start,
+            chunk_end_line=end,
             reached_via=via,
         )
 
@@ -576,7 +609,6 @@ def _group_score(group: list[Hit], rank: dict[str, int], config: Any) -> float:
     if config.section_scoring == "rrf":
         return float(sum(1.0 / (config.rrf_k + rank[h.chunk_id]) for h in group))
     return float(group[0].score)
-
 
 
 def _normal(text: str) -> str:

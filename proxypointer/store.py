@@ -241,7 +241,9 @@ class ChromaStore:
             except ProxyPointerError:
                 raise
             except Exception as err:  # see add
-                raise StoreError(f"{self.where}: Chroma refused a delete from {self.config.collection!r} ({err})") from err
+                raise StoreError(
+                    f"{self.where}: Chroma refused a delete from {self.config.collection!r} ({err})"
+                ) from err
 
     def _paged(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
         """``collection.get`` page by page (at most :attr:`max_batch` records each)."""
@@ -304,7 +306,9 @@ class ChromaStore:
         docs = res["documents"][0] if res.get("documents") else [""] * len(ids)
         metas = res["metadatas"][0] if res.get("metadatas") else [{}] * len(ids)
         dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
-        return [Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists, strict=True)]
+        return [
+            Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists, strict=True)
+        ]
 
     def get(self, ids: Sequence[str]) -> list[Hit]:
         """Get records by id (score 0), in the order Chroma returns them."""
@@ -315,4 +319,7 @@ class ChromaStore:
             res = collection.get(ids=list(ids), include=["documents", "metadatas"])
         except Exception as err:  # see add
             raise StoreError(f"{self.where}: cannot read records ({err})") from err
-        return [Hit(i, d or "", dict(m or {}), 0.0) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)]
+        return [
+            Hit(i, d or "", dict(m or {}), 0.0)
+            for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)
+        ]
