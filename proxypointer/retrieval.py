@@ -18,7 +18,7 @@ from typing import Any
 
 from .assembly import LexicalIndex, cut_to_tokens, fuse_rrf, matches_where, pack_windows, rank_sections
 from .conversation import Turn, contextual_query
-from .errors import ConfigError
+from .errors import ConfigError, StaleSourceError
 from .pipeline import Index
 from .references import DocumentReferences
 from .store import Hit
@@ -355,6 +355,15 @@ class Retriever:
         if history:
             query = contextual_query(query, history)
         flt = self._where(where, doc_ids, source_prefix)
+        try:
+            return self._retrieve(query, k, flt)
+        except StaleSourceError:
+            # A writer replaced a document (and pruned its old stored source) between the
+            # live-version check of a hit and its slicing: the second search sees the new one.
+            logger.info("a document changed during the query; searching again")
+            return self._retrieve(query, k, flt)
+
+    def _retrieve(self, query: str, k: int, flt: dict[str, Any] | None) -> list[Section]:
         cfg = self.config
         if cfg.hybrid or cfg.section_scoring != "max" or cfg.title_routing_docs:
             ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt)

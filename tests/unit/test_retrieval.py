@@ -107,3 +107,21 @@ def test_case_08_window_hit_slices_its_lines(make_index, cases_dir):
     s = Retriever(idx).retrieve("where is the spare key", k=1)[0]
     assert s.kind == "window" and s.end_line == 21
     assert "The spare key is kept in the blue tin under the bench." in s.text
+
+
+def test_query_racing_a_writer_searches_again(case27, monkeypatch):
+    from proxypointer.errors import StaleSourceError
+
+    idx, _ = case27
+    real = idx.registry.load_source
+    calls = []
+
+    def flaky(doc_hash):
+        calls.append(doc_hash)
+        if len(calls) == 1:  # the writer pruned this source between hit and slice
+            raise StaleSourceError("gone")
+        return real(doc_hash)
+
+    monkeypatch.setattr(idx.registry, "load_source", flaky)
+    (s,) = Retriever(idx).retrieve("descale the kettle vinegar", k=1)
+    assert "Descale the kettle" in s.text and len(calls) >= 2
