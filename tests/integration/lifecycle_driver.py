@@ -61,7 +61,7 @@ def main() -> int:
 
         store_obj = index.store
         store_obj.batch_limit = 2
-        around(store_obj, "add", before="before_add", after="after_add")
+        around(store_obj, "add_documents", before="before_add", after="after_add")
         around(store_obj, "delete_ids", after="after_delete")
         around(index.registry, "commit_version", after="after_commit")
         around(store_obj.collection, "upsert", after="mid_add")

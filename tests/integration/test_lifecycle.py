@@ -92,7 +92,7 @@ def visible(index) -> dict[str, set[str]]:
 
 
 KILL_POINTS = ["before_add:1", "mid_add:2", "mid_add:5", "after_add:1", "after_commit:1", "after_commit:2",
-               "after_delete:1", "after_add:3"]
+               "after_delete:1", "after_commit:3"]
 
 
 def test_sigkill_at_each_stage_leaves_old_or_new_versions(tmp_path, make_index):

@@ -102,7 +102,7 @@ def test_case_08_window_fallback_covers_every_line(cases_dir, tok):
     assert len(chunks) >= 2 and all(c.kind == "window" for c in chunks)
     assert chunks[0].start_line == 1 and chunks[-1].end_line == 21
     covered = set()
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         assert b.start_line <= a.end_line + 1  # no gap
     for c in chunks:
         covered.update(range(c.start_line, c.end_line + 1))
@@ -222,7 +222,8 @@ def test_document_title_prefixed_when_not_root(tok):
 def test_windows_strategy_ignores_headings(tok):
     text = "# A\n\n" + "alpha beta gamma. " * 200 + "\n\n## B\n\nend.\n"
     tree = build_tree(text, "d")
-    chunks = chunk_document(tree, text, tok, ChunkingConfig(strategy="windows", window_tokens=64, window_overlap_tokens=8))
+    config = ChunkingConfig(strategy="windows", window_tokens=64, window_overlap_tokens=8)
+    chunks = chunk_document(tree, text, tok, config)
     assert len(chunks) > 3 and all(c.kind == "window" for c in chunks)
     assert chunks[-1].end_line == len(split_lines(text))
 

@@ -292,7 +292,7 @@ def test_repair_after_interrupted_write(tmp_path, make_index, monkeypatch, stage
 
     targets = {
         "begin_write": (index.registry, "begin_write", True),
-        "add": (index.store, "add", True),
+        "add": (index.store, "add_documents", True),
         "commit": (index.registry, "commit_version", True),
         "delete_old": (index.store, "delete_ids", True),
     }
@@ -413,3 +413,50 @@ def test_ingest_report_counts(tmp_path, make_index):
     assert rep.documents == 2 and rep.indexed == 1
     assert sorted(Path(p).name for p, _ in rep.failed) == ["empty.md", "missing"]
     assert "documents" in rep.summary() and rep.to_dict()["indexed"] == 1
+
+
+def _three_docs(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a", "bad", "c"):
+        text = f"# {name.upper()}\n\n## Part\n\n{name} text about kettles.\n"
+        (docs / f"{name}.md").write_text(text, encoding="utf-8")
+    return docs
+
+
+def _spy_upserts(index, monkeypatch, refuse_prefix=None):
+    calls: list[list[str]] = []
+    real = type(index.store.collection).upsert
+
+    def spy(self, **kw):
+        calls.append(list(kw["ids"]))
+        if refuse_prefix and any(i.startswith(refuse_prefix) for i in kw["ids"]):
+            raise ValueError("simulated refusal")
+        return real(self, **kw)
+
+    monkeypatch.setattr(type(index.store.collection), "upsert", spy)
+    return calls
+
+
+def test_a_group_of_documents_is_written_in_one_chroma_call(tmp_path, make_index, monkeypatch):
+    index = make_index(SMALL)
+    calls = _spy_upserts(index, monkeypatch)
+    rep = index.ingest([_three_docs(tmp_path)], show_progress=False)
+    assert rep.indexed == 3 and not rep.failed
+    assert len(calls) == 1 and {i.split("::")[0] for i in calls[0]} == {"a", "bad", "c"}
+    assert index.check().ok
+
+
+def test_a_refused_group_write_fails_only_the_document_at_fault(tmp_path, make_index, monkeypatch):
+    index = make_index(SMALL)
+    calls = _spy_upserts(index, monkeypatch, refuse_prefix="bad::")
+    rep = index.ingest([_three_docs(tmp_path)], show_progress=False)
+    assert rep.indexed == 2 and [p for p, _ in rep.failed] == [str(tmp_path / "docs" / "bad.md")]
+    assert "simulated refusal" in rep.failed[0][1]
+    assert len(calls) == 4  # the group, then each document alone
+    assert {r.doc_id for r in index.registry.documents()} == {"a", "c"}
+    assert {i.split("::")[0] for i in index.store.all_ids()} == {"a", "c"}
+    assert index.check().ok
+    monkeypatch.undo()
+    rep = index.ingest([tmp_path / "docs"], show_progress=False)
+    assert (rep.indexed, rep.unchanged, rep.failed) == (1, 2, [])

@@ -125,3 +125,80 @@ def test_query_racing_a_writer_searches_again(case27, monkeypatch):
     monkeypatch.setattr(idx.registry, "load_source", flaky)
     (s,) = Retriever(idx).retrieve("descale the kettle vinegar", k=1)
     assert "Descale the kettle" in s.text and len(calls) >= 2
+
+
+def test_retrieve_reads_records_of_the_winners_only(case27, monkeypatch):
+    # Ids first: the over-fetched hits are ranked on their ids; text and metadata are read
+    # for the k sections returned, not for all 50 chunks fetched.
+    idx, _ = case27
+    store = idx.store
+    real_get = store.get
+    asked: list[list[str]] = []
+
+    def spy(ids):
+        asked.append(list(ids))
+        return real_get(ids)
+
+    monkeypatch.setattr(store, "get", spy)
+    got = Retriever(idx).retrieve("kettle", k=2)
+    assert len(got) == 2
+    assert sum(len(a) for a in asked) == 2
+    assert {(s.doc_id, s.node_id) for s in got} == {(i.split("::")[0], i.split("::")[2]) for a in asked for i in a}
+
+
+def test_hits_without_hydration_carry_the_pointer_of_their_id(case27):
+    idx, _ = case27
+    r = Retriever(idx)
+    bare = r.hits("kettle", 5, hydrate=False)
+    full = r.hits("kettle", 5)
+    assert [h.chunk_id for h in bare] == [h.chunk_id for h in full]
+    for b, f in zip(bare, full, strict=True):
+        assert b.text == "" and f.text
+        assert {k: f.metadata[k] for k in ("doc_id", "version", "node_id", "chunk_index")} == b.metadata
+    assert r.hydrate(bare) == full
+
+
+def test_a_hit_deleted_during_the_query_searches_again(case27, monkeypatch):
+    idx, _ = case27
+    real_get = idx.store.get
+    calls = []
+
+    def vanishing(ids):
+        calls.append(ids)
+        return [] if len(calls) == 1 else real_get(ids)  # the first read finds the records gone
+
+    monkeypatch.setattr(idx.store, "get", vanishing)
+    (s,) = Retriever(idx).retrieve("descale the kettle vinegar", k=1)
+    assert "Descale the kettle" in s.text and len(calls) == 2
+
+
+@pytest.mark.parametrize("exact_limit", [0, 1000])
+def test_doc_filter_searches_exactly_or_through_chroma_with_the_same_result(case27, monkeypatch, exact_limit):
+    # Up to EXACT_SEARCH_MAX_CHUNKS live chunks, a doc_id filter scores the chunks' stored
+    # vectors in numpy; above it, Chroma's filtered search runs. Both give the same sections.
+    import proxypointer.retrieval as retrieval
+
+    idx, _ = case27
+    monkeypatch.setattr(retrieval, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
+    seen = []
+    real = idx.store.query_ids
+    monkeypatch.setattr(idx.store, "query_ids", lambda *a, **kw: seen.append(a) or real(*a, **kw))
+    r = Retriever(idx)
+    for query in ("kettle", "how long is the warranty", "crumb tray"):
+        got = r.retrieve(query, k=3, doc_ids=["b"])
+        assert got and {s.doc_id for s in got} == {"b"}
+        expected = [(h.metadata["node_id"], round(h.score, 5)) for h in r._dedupe(r.hits(query, 50, {"doc_id": "b"}))]
+        assert [(s.node_id, round(s.score, 5)) for s in got] == expected[:3]
+    assert bool(seen) == (exact_limit == 0)
+
+
+def test_exact_doc_filter_scores_equal_chroma_cosine(case27, monkeypatch):
+    import proxypointer.retrieval as retrieval
+
+    idx, _ = case27
+    r = Retriever(idx)
+    exact = {h.chunk_id: h.score for h in r.hits("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
+    monkeypatch.setattr(retrieval, "EXACT_SEARCH_MAX_CHUNKS", 0)
+    hnsw = {h.chunk_id: h.score for h in r.hits("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
+    assert exact.keys() == hnsw.keys()
+    assert all(abs(exact[c] - hnsw[c]) < 1e-4 for c in exact)
