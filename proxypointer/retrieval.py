@@ -404,7 +404,9 @@ class Retriever:
 
         Returns:
             Up to ``k`` sections, distinct by (doc_id, node_id), ordered by the score of their
-            best chunk (ties keep rank order). Fewer only when the collection holds fewer.
+            best chunk (ties keep rank order). With ``retrieval.nested: merge`` no section lies
+            inside another one returned: an enclosing section among the candidates takes the
+            place of its best-ranked subsection. Fewer only when the collection holds fewer.
 
         Raises:
             ConfigError: If ``k`` < 1.
@@ -432,12 +434,15 @@ class Retriever:
             ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt, hydrate=False)
             rank = {h.chunk_id: i for i, h in enumerate(ranked, 1)}
             groups = rank_sections(ranked, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-            best = [replace(g[0], score=_group_score(g, rank, cfg)) for g in groups[:k]]
+            best = [replace(g[0], score=_group_score(g, rank, cfg)) for g in groups]
+            best = (self._merge_nested(best) if cfg.nested == "merge" else best)[:k]
         else:
             n = max(self.config.overfetch, 3 * k)
             total = -1  # counted only when the first over-fetch falls short (a Chroma call saved)
             while True:
                 best = self._dedupe(self.hits(query, n, flt, hydrate=False))
+                if cfg.nested == "merge":
+                    best = self._merge_nested(best)
                 if len(best) >= k:
                     break
                 total = self.index.store.count() if total < 0 else total
@@ -449,6 +454,61 @@ class Retriever:
         if len(full) < len(best):
             raise StaleSourceError("a chunk hit was deleted by a writer during the query")
         return self._sections(full)
+
+    def _merge_nested(self, hits: list[Hit]) -> list[Hit]:
+        """Merge ranked sections that nest (``retrieval.nested: merge``), keeping rank order.
+
+        A section inside one already taken is dropped; a section enclosing taken ones takes the
+        place of the first of them (with its score) and the others are dropped. Sections of
+        unknown extent, and sections spanning more than half of their document, stay as ranked
+        and neither absorb nor are absorbed.
+        """
+        out: list[Hit] = []
+        spans: list[tuple[str, int, int] | None] = []
+        for h in hits:
+            span = self._span(h)
+            if span is None:
+                out.append(h)
+                spans.append(None)
+                continue
+            if any(o is not None and _encloses(o, span) for o in spans):
+                continue
+            inside = [i for i, o in enumerate(spans) if o is not None and _encloses(span, o)]
+            if inside:
+                first = inside[0]
+                out[first], spans[first] = replace(h, score=out[first].score), span
+                drop = set(inside[1:])
+                out = [x for i, x in enumerate(out) if i not in drop]
+                spans = [x for i, x in enumerate(spans) if i not in drop]
+                continue
+            out.append(h)
+            spans.append(span)
+        return out
+
+    def _span(self, hit: Hit) -> tuple[str, int, int] | None:
+        """Return ``(doc_id, start_line, end_line)`` of a hit's whole section, from the stored tree.
+
+        ``None`` when unknown (a fallback window, a version no longer live) or broad (more than
+        half of the document's lines).
+        """
+        m = hit.metadata
+        doc_id, version = m.get("doc_id", ""), m.get("version", "")
+        cache = getattr(self, "_spans_cache", None)
+        if cache is None:
+            cache = self._spans_cache = OrderedDict()
+        key = (doc_id, version)
+        if key not in cache:
+            rec = self.index.registry.get(doc_id)
+            nodes: dict[str, tuple[int, int]] = {}
+            if rec is not None and rec.version == version:
+                for n in json.loads(self.index.registry.tree_json(doc_id) or "[]"):
+                    nodes[n[0]] = (int(n[3]), int(n[4]))
+            n_lines = max((e for _, e in nodes.values()), default=0)
+            cache[key] = {k: v for k, v in nodes.items() if v[1] - v[0] + 1 <= n_lines / 2}
+            if len(cache) > 1024:
+                cache.popitem(last=False)
+        span = cache[key].get(m.get("node_id", ""))
+        return None if span is None else (doc_id, span[0], span[1])
 
     @staticmethod
     def _dedupe(hits: list[Hit]) -> list[Hit]:
@@ -686,6 +746,11 @@ def _group_score(group: list[Hit], rank: dict[str, int], config: Any) -> float:
     if config.section_scoring == "rrf":
         return float(sum(1.0 / (config.rrf_k + rank[h.chunk_id]) for h in group))
     return float(group[0].score)
+
+
+def _encloses(outer: tuple[str, int, int], inner: tuple[str, int, int]) -> bool:
+    """Whether a ``(doc_id, start_line, end_line)`` range contains another one."""
+    return outer[0] == inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2]
 
 
 def _normal(text: str) -> str:

@@ -202,3 +202,75 @@ def test_exact_doc_filter_scores_equal_chroma_cosine(case27, monkeypatch):
     hnsw = {h.chunk_id: h.score for h in r.hits("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
     assert exact.keys() == hnsw.keys()
     assert all(abs(exact[c] - hnsw[c]) < 1e-4 for c in exact)
+
+
+NESTED_DOC = """# Guide
+
+Intro of the guide.
+
+## Kettle
+
+The kettle section covers descaling and the kettle warranty in general terms.
+
+### Descaling
+
+Descale the kettle monthly with white vinegar and rinse the kettle twice.
+
+### Filter
+
+The kettle filter is rinsed under the tap.
+
+## Toaster
+
+The toaster crumb tray slides out at the back.
+
+## Fridge
+
+The fridge keeps food cold.
+
+## Oven
+
+The oven heats food.
+"""
+
+
+@pytest.fixture
+def nested_index(make_index, tmp_path):
+    src = tmp_path / "guide.md"
+    src.write_text(NESTED_DOC, encoding="utf-8")
+
+    def _make(nested):
+        idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(nested=nested)), store=tmp_path / "store")
+        assert not idx.ingest([src], show_progress=False).failed
+        return idx
+
+    return _make
+
+
+def _encloses(a, b):
+    return a.doc_id == b.doc_id and a.start_line <= b.start_line and b.end_line <= a.end_line
+
+
+def test_nested_keep_returns_a_section_and_its_subsection_as_ranked(nested_index):
+    got = Retriever(nested_index("keep")).retrieve("descale the kettle with vinegar", k=5)
+    titles = [s.title for s in got]
+    assert titles[0] == "Descaling" and "Kettle" in titles
+
+
+def test_nested_merge_returns_the_enclosing_section_once_at_the_better_rank(nested_index):
+    keep = Retriever(nested_index("keep")).retrieve("descale the kettle with vinegar", k=5)
+    got = Retriever(nested_index("merge")).retrieve("descale the kettle with vinegar", k=5)
+    assert got[0].title == "Kettle" and got[0].score == keep[0].score  # took Descaling's place
+    assert "Descale the kettle monthly" in got[0].text
+    # no line twice, except under a section spanning more than half of the document (the
+    # whole "Guide"), which is returned as ranked and never merged
+    broad = {s.node_id for s in got if s.end_line - s.start_line + 1 > len(NESTED_DOC.splitlines()) / 2}
+    assert broad <= {s.node_id for s in got if s.title == "Guide"}
+    narrow = [s for s in got if s.node_id not in broad]
+    assert not any(_encloses(a, b) for a in narrow for b in narrow if a is not b)
+    assert len(got) == 5 and [s.score for s in got] == sorted((s.score for s in got), reverse=True)
+
+
+def test_nested_must_be_keep_or_merge():
+    with pytest.raises(ConfigError, match="retrieval.nested"):
+        RetrievalConfig(nested="fold")
