@@ -1102,6 +1102,11 @@ def update_docs(path: Path, res: dict[str, Any], json_path: Path) -> None:
         "",
         f"Phase start (UTC) and 1-minute load average at its start and end: {loads}.",
         "",
+        *(
+            [f"Phases merged from several runs: {res['phase_runs']}.", ""]
+            if res.get("phase_runs")
+            else []
+        ),
         "| target | measured | |",
         "|---|---:|---|",
     ]
@@ -1140,7 +1145,13 @@ def main(argv: list[str] | None = None) -> int:
         help="override a config value, e.g. --set quantized.quality=false (YAML value)",
     )
     ap.add_argument("--docs", metavar="MD", help="also write the tables into this file's results block")
-    ap.add_argument("--from-json", metavar="JSON", help="do not run: rebuild the report (and --docs) from a result")
+    ap.add_argument(
+        "--from-json",
+        metavar="JSON",
+        nargs="+",
+        help="do not run: rebuild the report (and --docs) from a result; with several, a phase "
+        "of a later file replaces the same phase of an earlier one (the report names each phase's run)",
+    )
     ap.add_argument("--phase", help=argparse.SUPPRESS)  # internal: run one phase in this process
     args = ap.parse_args(argv)
     cfg = load_bench_config(rel(args.config))
@@ -1162,8 +1173,17 @@ def main(argv: list[str] | None = None) -> int:
         (work / f"{args.phase.replace(':', '-')}.json").write_text(json.dumps(result, indent=1))
         return 0
     if args.from_json:
-        jp = Path(args.from_json).resolve()
-        res = json.loads(jp.read_text())
+        paths = [Path(p).resolve() for p in args.from_json]
+        runs = [json.loads(p.read_text()) for p in paths]
+        res = runs[0]
+        if len(runs) > 1:
+            res["phase_runs"] = {k: res["stamp"] for k in res["phases"]}
+            for other in runs[1:]:
+                res["phases"].update(other["phases"])
+                res["phase_runs"].update({k: other["stamp"] for k in other["phases"]})
+            res["stamp"] = " + ".join(r["stamp"] for r in runs)
+            res["ratios"] = ratios(res["phases"])
+        jp = paths[-1]
         print(to_markdown(res))
         if args.docs:
             update_docs(rel(args.docs), res, jp)
