@@ -55,3 +55,15 @@ def test_partial_sections_keep_other_defaults():
     assert cfg.chunking.noise_titles == ("glossary",)
     assert cfg.embedding == ProxyPointerConfig().embedding
     assert dataclasses.is_dataclass(cfg)
+
+
+def test_quality_yaml_is_the_evaluated_experiment_pipeline():
+    # configs/quality.yaml is what docs/evaluation.md measured as `proxypointer`.
+    import yaml
+
+    from proxypointer.config import config_from_dict
+
+    experiment = yaml.safe_load((ROOT / "configs" / "experiments" / "qasper-dev.yaml").read_text())
+    quality = load_config(ROOT / "configs" / "quality.yaml")
+    assert quality == config_from_dict(experiment["pipeline"])
+    assert quality != ProxyPointerConfig()
