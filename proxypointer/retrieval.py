@@ -243,15 +243,12 @@ class Retriever:
         Empty when the filter is not a plain doc_id filter or already allows at most
         ``retrieval.title_routing_docs`` documents.
         """
-        if where is None:
-            allowed = None
-        elif set(where) == {"doc_id"}:
-            cond = where["doc_id"]
-            if isinstance(cond, dict) and set(cond) != {"$in"}:
+        allowed: set[str] | None = None
+        if where is not None:
+            ids = _filter_doc_ids(where)
+            if ids is None:
                 return []
-            allowed = set(cond["$in"]) if isinstance(cond, dict) else {cond}
-        else:
-            return []
+            allowed = set(ids)
         m = self.config.title_routing_docs
         if allowed is not None and len(allowed) <= m:
             return []
@@ -434,6 +431,8 @@ class Retriever:
             ranked = self.ranked_hits(query, max(cfg.overfetch, 3 * k), flt, hydrate=False)
             rank = {h.chunk_id: i for i, h in enumerate(ranked, 1)}
             groups = rank_sections(ranked, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+            if cfg.nested == "keep":
+                groups = groups[:k]
             best = [replace(g[0], score=_group_score(g, rank, cfg)) for g in groups]
             best = (self._merge_nested(best) if cfg.nested == "merge" else best)[:k]
         else:

@@ -43,22 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     from proxypointer.config import config_from_dict, config_to_dict
     from proxypointer.errors import ProxyPointerError
     from proxypointer.evalrun import ingest_systems, run_evaluation, settings_from_dict, system_specs
-    from proxypointer.evaluation import load_benchmark, plot_budgets, to_markdown
+    from proxypointer.evaluation import load_benchmark
 
     path = Path(args.config)
     if args.merge:
         from proxypointer.evalrun import merge_results
 
         result = merge_results([json.loads(Path(f).read_text()) for f in args.merge])
-        out = Path(args.out or ROOT / "results" / f"{path.stem}-merged")
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, out / path.name)
-        (out / "results.json").write_text(json.dumps(result, indent=1))
-        table = to_markdown(result)
-        (out / "results.md").write_text(table + "\n")
-        plot_budgets(result, out / "budget_hit.png")
-        print(table)
-        print(f"wrote {out}")
+        write_results(Path(args.out or ROOT / "results" / f"{path.stem}-merged"), path, result)
         return 0
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -87,18 +79,25 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     result["seconds"] = round(time.time() - t0, 1)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = Path(args.out) if args.out else ROOT / "results" / f"{path.stem}-{stamp}"
+    resolved = {"pipeline": config_to_dict(pipeline), "variants": variants, "settings": result["settings"]}
+    write_results(Path(args.out) if args.out else ROOT / "results" / f"{path.stem}-{stamp}", path, result, resolved)
+    return 0
+
+
+def write_results(out: Path, config_path: Path, result: dict, resolved: dict | None = None) -> None:
+    """Write the experiment config, results.json/.md, the budget plot (and the resolved config) to ``out``."""
+    from proxypointer.evaluation import plot_budgets, to_markdown
+
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, out / path.name)
-    (out / "resolved-config.json").write_text(json.dumps(
-        {"pipeline": config_to_dict(pipeline), "variants": variants, "settings": result["settings"]}, indent=1))
+    shutil.copy(config_path, out / config_path.name)
+    if resolved is not None:
+        (out / "resolved-config.json").write_text(json.dumps(resolved, indent=1))
     (out / "results.json").write_text(json.dumps(result, indent=1))
     table = to_markdown(result)
     (out / "results.md").write_text(table + "\n")
     plot_budgets(result, out / "budget_hit.png")
     print(table)
     print(f"wrote {out}")
-    return 0
 
 
 if __name__ == "__main__":
