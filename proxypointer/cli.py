@@ -177,10 +177,20 @@ def _config(args: argparse.Namespace):
     return cfg
 
 
-def _index(args: argparse.Namespace):
+def _index(args: argparse.Namespace, *, one_query: bool = False):
+    """Open the index named by ``--store`` and ``--config``.
+
+    ``one_query``: the process embeds a single query, so the embedder does not build its
+    traced query encoder (~1 s that only pays back over many queries).
+    """
     from .pipeline import Index
 
-    return Index(args.store, _config(args))
+    config = _config(args)
+    if not one_query:
+        return Index(args.store, config)
+    from .embedding import SentenceTransformerEmbedder
+
+    return Index(args.store, config, SentenceTransformerEmbedder(config.embedding, trace_query=False))
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -198,7 +208,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import Retriever
 
-    index = _index(args)
+    index = _index(args, one_query=True)
     retriever = Retriever(index)
     if args.refs or index.config.retrieval.follow_references:
         sections = retriever.retrieve_with_references(
@@ -227,7 +237,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from .conversation import Session, Turn
     from .retrieval import Retriever
 
-    index = _index(args)
+    index = _index(args, one_query=True)
     session = Session.load(index.root, args.session) if args.session else None
     history = session.turns if session else ()
     answerer = Answerer(Retriever(index))

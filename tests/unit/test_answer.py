@@ -415,7 +415,7 @@ def cli(store, fake_embedder, monkeypatch, tmp_path):
 
     opened = []
 
-    def _index(args):
+    def _index(args, **_):
         idx = Index(args.store, cli_mod._config(args), fake_embedder)
         opened.append(idx)
         return idx

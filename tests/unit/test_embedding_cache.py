@@ -1,4 +1,7 @@
-"""SentenceTransformerEmbedder's query cache and int8 naming, without loading a model."""
+"""SentenceTransformerEmbedder's query cache, threads and int8 naming, without loading a model.
+
+The traced query encoder needs the model: tests/integration/test_query_encoder.py.
+"""
 
 import numpy as np
 
@@ -7,7 +10,7 @@ from proxypointer.embedding import SentenceTransformerEmbedder
 
 class Counting(SentenceTransformerEmbedder):
     def __init__(self, **kw):
-        super().__init__(query_threads=None, **kw)
+        super().__init__(query_threads=None, trace_query=False, **kw)
         self.calls = 0
 
     def encode(self, texts, batch_size=None):
@@ -49,7 +52,7 @@ def test_int8_model_has_its_own_cache_key():
 
 def test_query_threads_are_restored(monkeypatch):
     torch = __import__("pytest").importorskip("torch")
-    e = SentenceTransformerEmbedder()
+    e = SentenceTransformerEmbedder(trace_query=False)
     seen = []
     monkeypatch.setattr(
         e, "encode", lambda texts, batch_size=None: seen.append(torch.get_num_threads()) or np.zeros((1, 4), np.float32)
@@ -57,3 +60,28 @@ def test_query_threads_are_restored(monkeypatch):
     before = torch.get_num_threads()
     e.encode_query("a question")
     assert seen == [1] and torch.get_num_threads() == before
+
+
+def test_one_query_cli_commands_do_not_build_the_traced_encoder(tmp_path, monkeypatch):
+    """`query` and `ask` embed one question: the ~1 s trace would only slow them down."""
+    import pytest
+
+    from proxypointer import cli
+
+    class Stop(Exception):
+        pass
+
+    real, seen = cli._index, []
+
+    def spy(args, **kw):
+        seen.append(real(args, **kw).embedder.trace_query)
+        raise Stop
+
+    monkeypatch.setattr(cli, "_index", spy)
+    for command, run in (("query", cli._cmd_query), ("ask", cli._cmd_ask)):
+        args = cli._parser().parse_args([command, "a question", "--store", str(tmp_path)])
+        with pytest.raises(Stop):
+            run(args)
+    assert seen == [False, False]
+    args = cli._parser().parse_args(["query", "a question", "--store", str(tmp_path)])
+    assert real(args).embedder.trace_query is True  # the library default: traced
