@@ -32,8 +32,8 @@ from .errors import (
     StaleSourceError,
     StoreError,
 )
-from .registry import DocumentRecord, Registry, tree_to_json
-from .store import ChromaStore
+from .registry import DocumentRecord, Registry, encode_record, tree_to_json
+from .store import ChromaStore, chunk_metadata
 from .tree import build_tree, read_document, split_lines
 
 __all__ = ["CheckReport", "Index", "IngestReport", "discover"]
@@ -403,6 +403,9 @@ class Index:
         if prune:
             report.deleted = self._prune(paths, {d for d, _, _ in found})
         t = time.perf_counter()
+        self.fill_records()
+        st["store"] += time.perf_counter() - t
+        t = time.perf_counter()
         self.registry.prune_sources()
         st["registry"] += time.perf_counter() - t
         report.seconds = time.perf_counter() - t0
@@ -502,6 +505,7 @@ class Index:
                 source_mtime=d.mtime,
                 source_size=d.size,
                 tree_json=d.tree_json,
+                records=[encode_record(c.text, chunk_metadata(c, source)) for c in d.chunks],
             )
             st["registry"] += time.perf_counter() - t
             t = time.perf_counter()
@@ -515,6 +519,42 @@ class Index:
             bar.update(1)
 
     # -- lifecycle ----------------------------------------------------------------------
+    def fill_records(self) -> int:
+        """Copy Chroma records into the registry for live chunks that have no copy yet.
+
+        Stores written before the registry kept record copies (docs/lifecycle.md) get them on
+        their next ingest or ``check --repair`` (both call this); retrieval reads Chroma for
+        chunks without a copy until then. Costs one registry query when nothing is missing
+        (Chroma is not opened).
+
+        Returns:
+            Number of chunks given a copy.
+
+        Raises:
+            LockError: If another process holds the write lock past ``store.lock_timeout_s``.
+            StoreError: If Chroma cannot be read.
+        """
+        if self._writing:
+            return self._fill_records()
+        with self._locked():
+            return self._fill_records()
+
+    def _fill_records(self) -> int:
+        filled = 0
+        while True:
+            ids = self.registry.chunks_without_record(500)
+            if not ids:
+                break
+            got = {h.chunk_id: encode_record(h.text, h.metadata) for h in self.store.get(ids)}
+            filled += self.registry.set_chunk_records(got) if got else 0
+            if len(got) < len(ids):  # registered but missing from Chroma: `check --repair` settles these
+                logger.warning("%d live chunks are missing from Chroma; run `proxypointer check --repair`",
+                               len(ids) - len(got))
+                break
+        if filled:
+            logger.info("copied %d chunk records from Chroma into the registry", filled)
+        return filled
+
     def repair(self) -> list[str]:
         """Finish or undo whatever an interrupted run left in flight.
 
@@ -633,12 +673,14 @@ class Index:
         (``ready``); its stored source exists, hashes to its ``doc_hash`` and has
         ``line_count`` lines; its registered chunks all exist in Chroma with the document's
         live ``version`` and ``doc_hash`` and line pointers inside the stored text; Chroma holds
-        no chunk the registry does not list.
+        no chunk the registry does not list; the registry's copies of chunk records (read by
+        queries) have the metadata of Chroma's.
 
         Args:
             repair: Also fix what can be fixed: finish interrupted runs, delete unregistered
-                chunks, and mark documents whose chunks or stored source are missing
-                ``stale`` so that the next ingest of their files rewrites them.
+                chunks, copy missing or differing chunk records from Chroma, and mark
+                documents whose chunks or stored source are missing ``stale`` so that the next
+                ingest of their files rewrites them.
 
         Returns:
             A report listing every difference found (before repairs) and each repair made.
@@ -713,7 +755,18 @@ class Index:
         stray = sorted(set(meta) - live)
         if stray:
             rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {stray[0]})")
+        copies = reg.all_chunk_records()
+        differ = sorted(cid for cid, (_, m) in copies.items() if cid in meta and m != meta[cid])
+        if differ:
+            rep.problems.append(
+                f"{len(differ)} chunks' registry copies differ from their Chroma records (e.g. {differ[0]})"
+            )
         if repair:
+            if differ:
+                reg.set_chunk_records(dict.fromkeys(differ))  # re-read from Chroma below
+            filled = self.fill_records()
+            if filled:
+                rep.repaired.append(f"copied {filled} chunk records from Chroma into the registry")
             rep.repaired.extend(self.repair())
             left = sorted(set(self.store.all_ids()) - reg.chunk_ids())
             if left:

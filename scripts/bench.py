@@ -553,7 +553,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     that no two vectors are equal. Stored sources are shared (content-addressed). Reused when
     ``dest/bench-manifest.json`` matches.
     """
-    from proxypointer.registry import Registry
+    from proxypointer.registry import Registry, encode_record
     from proxypointer.store import ChromaStore
 
     config = pp_config(cfg)
@@ -574,7 +574,15 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
         if all(old.get(k) == v for k, v in manifest.items()):
             seed_store.close()
             seed_reg.close()
-            return {**old, "reused": True}
+            # A store built before the registry kept chunk record copies gets them here, the
+            # way a user's store does on its next ingest.
+            from proxypointer.pipeline import Index
+
+            t = time.perf_counter()
+            with Index(dest, config) as index:
+                filled = index.fill_records()
+            fill_s = round(time.perf_counter() - t, 1)
+            return {**old, "reused": True, "records_filled": filled, "records_fill_s": fill_s}
     if dest.exists():
         shutil.rmtree(dest)
     t0 = time.perf_counter()
@@ -617,7 +625,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 metadatas=buf["metadatas"][i : i + step],
             )
         write_s += time.perf_counter() - t
-        for doc_id, rec, ids in pending_docs:
+        for doc_id, rec, ids, copies in pending_docs:
             reg.begin_write(doc_id, rec.source_path, rec.doc_hash)
             reg.commit_version(
                 doc_id,
@@ -631,6 +639,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 source_mtime=rec.source_mtime,
                 source_size=rec.source_size,
                 tree_json=trees[rec.doc_id],
+                records=copies,
             )
             reg.finish(doc_id)
         for v in buf.values():
@@ -654,11 +663,16 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
             buf["ids"].extend(ids)
             buf["embeddings"].extend(emb)
             if lean:  # only what retrieve() reads; no chunk text (Hit.text is "")
-                buf["metadatas"].extend({**{k: m[k] for k in _LEAN_KEYS}, "doc_id": new_id} for m in g["meta"])
+                metas = [{**{k: m[k] for k in _LEAN_KEYS}, "doc_id": new_id} for m in g["meta"]]
+                texts = [""] * len(metas)
             else:
-                buf["documents"].extend(g["docs"])
-                buf["metadatas"].extend({**m, "doc_id": new_id} for m in g["meta"])
-            pending_docs.append((new_id, records[doc_id], ids))
+                metas = [{**m, "doc_id": new_id} for m in g["meta"]]
+                texts = g["docs"]
+                buf["documents"].extend(texts)
+            buf["metadatas"].extend(metas)
+            # The registry's copies of the records, as Index.ingest writes them.
+            copies = [encode_record(t, m) for t, m in zip(texts, metas, strict=True)]
+            pending_docs.append((new_id, records[doc_id], ids, copies))
             total += len(ids)
             if len(buf["ids"]) >= 20 * step:
                 flush()
@@ -737,12 +751,15 @@ def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) 
         same += [(s.doc_id, s.node_id) for s in secs] == reference[q["question"]]
     out["ids_first_prototype"] = {**lat(proto), "same_sections": round(same / max(len(plain), 1), 3)}
     # Parts: query embedding alone (uncached encode), Chroma search alone, the rest.
-    enc, enc1, chroma, chroma_f, chroma_ids, chroma_get, by_ids = [], [], [], [], [], [], []
-    one_thread = None
+    enc, enc1, enc_traced, chroma, chroma_f, chroma_ids, chroma_get, by_ids = [], [], [], [], [], [], [], []
+    one_thread = traced = None
     if cfg["model"] != "hashing":
-        one_thread = make_embedder(cfg)
-        one_thread.query_threads, one_thread.query_cache_size = 1, 0
-        one_thread._model = embedder.model  # same weights; only the thread count differs
+        # Same weights as the retriever's embedder; one thread each: eager and traced.
+        one_thread, traced = make_embedder(cfg), make_embedder(cfg)
+        one_thread.query_threads, one_thread.query_cache_size, one_thread.trace_query = 1, 0, False
+        traced.query_threads, traced.query_cache_size = 1, 0
+        one_thread._model = traced._model = embedder.model
+        traced.encode_query("build the traced encoder")
     over = max(config.retrieval.overfetch, 3 * k)
     for q in plain:
         t = time.perf_counter()
@@ -752,6 +769,9 @@ def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) 
             t = time.perf_counter()
             one_thread.encode_query(q["question"] + "  ")
             enc1.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            traced.encode_query(q["question"] + "   ")
+            enc_traced.append(time.perf_counter() - t)
         t = time.perf_counter()
         idx.store.query(vec, over)
         chroma.append(time.perf_counter() - t)
@@ -777,6 +797,7 @@ def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) 
     out["parts"] = {
         "query_embedding": lat(enc),
         "query_embedding_1_thread": lat(enc1),
+        "query_embedding_traced": lat(enc_traced),
         "chroma_query": lat(chroma),
         "chroma_query_doc_filter": lat(chroma_f),
         "chroma_query_ids_only": lat(chroma_ids),
@@ -982,19 +1003,19 @@ def to_markdown(res: dict[str, Any]) -> str:
     qrows = [(k, v) for k, v in ph.items() if k.startswith("query:")]
     if qrows or "ingest" in ph or "langchain" in ph:
         lines += [
-            "| query | chunks | p50 ms | p95 ms | doc filter p50 | doc filter p95 | cached p50 | embed 2 threads p50 | embed 1 thread p50 | Chroma p50 | Chroma filter p50 | Chroma ids-only p50 | get k p50 | filter by ids+numpy p50 | ids-first prototype p50 / p95 (same sections) | peak RSS MiB |",  # noqa: E501
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| query | chunks | p50 ms | p95 ms | doc filter p50 | doc filter p95 | cached p50 | embed 2 threads p50 | embed 1 thread p50 | embed traced p50 | Chroma p50 | Chroma filter p50 | Chroma ids-only p50 | get k p50 | filter by ids+numpy p50 | ids-first prototype p50 / p95 (same sections) | peak RSS MiB |",  # noqa: E501
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         if "query" in ph.get("ingest", {}):
             q = ph["ingest"]["query"]
             lines.append(
                 f"| proxypointer (ingest store) | {q['store_chunks']} | {q['uncached']['p50_ms']} | {q['uncached']['p95_ms']} | | | "  # noqa: E501
-                f"{q['cached']['p50_ms']} | | | | | | | | | |"
+                f"{q['cached']['p50_ms']} | | | | | | | | | | |"
             )
         if "langchain" in ph and "query" in ph["langchain"]:
             q = ph["langchain"]["query"]
             lines.append(
-                f"| LangChain similarity_search | {q['store_chunks']} | {q['uncached']['p50_ms']} | {q['uncached']['p95_ms']} | | | | | | | | | | | | |"  # noqa: E501
+                f"| LangChain similarity_search | {q['store_chunks']} | {q['uncached']['p50_ms']} | {q['uncached']['p95_ms']} | | | | | | | | | | | | | |"  # noqa: E501
             )
         for k, v in qrows:
             p = v["parts"]
@@ -1005,6 +1026,7 @@ def to_markdown(res: dict[str, Any]) -> str:
                 f"{v['retrieve_doc_filter']['p50_ms']} | {v['retrieve_doc_filter']['p95_ms']} | "
                 f"{v['retrieve_cached_query']['p50_ms']} | {p['query_embedding']['p50_ms']} | "
                 f"{p['query_embedding_1_thread']['p50_ms']} | "
+                f"{p.get('query_embedding_traced', {}).get('p50_ms', '')} | "
                 f"{p['chroma_query']['p50_ms']} | {p['chroma_query_doc_filter']['p50_ms']} | "
                 f"{p['chroma_query_ids_only']['p50_ms']} | {p['chroma_get_k']['p50_ms']} | "
                 f"{p.get('doc_filter_by_ids_numpy', {}).get('p50_ms', '')} | {proto} | {v['peak_rss_mb']} |"

@@ -10,6 +10,7 @@ import pytest
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
 from proxypointer.errors import LockError, StoreError
 from proxypointer.pipeline import Index
+from proxypointer.registry import encode_record
 from proxypointer.retrieval import Retriever
 from proxypointer.tree import read_document, slice_lines, split_lines
 
@@ -358,6 +359,23 @@ def test_check_detects_a_version_mismatch(tmp_path, make_index):
     index.store.collection.update(ids=[cid], metadatas=[{"version": "0000000000"}])
     rep = index.check()
     assert any("has version '0000000000'" in p for p in rep.problems)
+
+
+def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_path, make_index):
+    src = tmp_path / "doc.md"
+    src.write_text("# Doc\n\n## S\n\ntext one\n\n## T\n\ntext two\n", encoding="utf-8")
+    index = make_index()
+    index.ingest([src], show_progress=False)
+    first, second = sorted(index.registry.chunk_ids("doc"))
+    text, meta = index.registry.chunk_records([first])[first]
+    index.registry.set_chunk_records({first: encode_record(text, {**meta, "title": "Wrong"}), second: None})
+    rep = index.check()
+    assert rep.problems == [f"1 chunks' registry copies differ from their Chroma records (e.g. {first})"]
+    fixed = index.check(repair=True)
+    assert fixed.repaired == ["copied 2 chunk records from Chroma into the registry"]
+    assert index.check().ok
+    chroma = {h.chunk_id: (h.text, h.metadata) for h in index.store.get([first, second])}
+    assert index.registry.chunk_records([first, second]) == chroma
 
 
 def test_second_writer_gets_a_clear_lock_error(tmp_path, make_index):

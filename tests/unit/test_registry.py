@@ -115,3 +115,41 @@ def test_stats(reg):
     commit(reg, "d", "h1", "v1", ["c1", "c2"])
     reg.finish("d")
     assert reg.stats() == {"documents": 1, "sections": 1, "chunks": 2, "cached_embeddings": 0, "not_ready": 0}
+
+
+def test_record_copies_go_and_come_with_their_version(reg):
+    from proxypointer.registry import encode_record
+
+    rec = encode_record("héllo", {"doc_id": "d", "level": 2, "empty_body": False})
+    reg.begin_write("d", "/x/d.md", "h1")
+    reg.commit_version("d", source_path="/x/d.md", doc_hash="h1", version="v1", title="T", line_count=3,
+                       n_sections=1, chunk_ids=["d::v1::n::0000"], source_mtime=1.0, source_size=10, records=[rec])
+    assert reg.chunk_records(["d::v1::n::0000", "other"]) == {
+        "d::v1::n::0000": ("héllo", {"doc_id": "d", "level": 2, "empty_body": False})
+    }
+    commit(reg, "d", "h2", "v2", ["d::v2::n::0000"])  # a version written without copies
+    assert reg.chunk_records(["d::v1::n::0000", "d::v2::n::0000"]) == {}
+    assert reg.chunks_without_record(10) == ["d::v2::n::0000"]
+    assert reg.set_chunk_records({"d::v2::n::0000": rec, "d::v1::n::0000": rec}) == 1  # old id: not revived
+    assert reg.chunks_without_record(10) == [] and reg.chunk_ids("d") == {"d::v2::n::0000"}
+    with pytest.raises(ValueError, match="1 records for 2 chunks"):
+        reg.commit_version("d", source_path="/x/d.md", doc_hash="h3", version="v3", title="T", line_count=3,
+                           n_sections=1, chunk_ids=["a", "b"], source_mtime=1.0, source_size=10, records=[rec])
+
+
+def test_a_registry_of_an_older_version_gains_the_record_column(tmp_path):
+    import sqlite3
+
+    root = tmp_path / "old"
+    (root / "sources").mkdir(parents=True)
+    db = sqlite3.connect(root / "registry.sqlite3")
+    db.execute("CREATE TABLE chunks (chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL)")
+    db.execute("INSERT INTO chunks VALUES ('d::v1::n::0000', 'd')")
+    db.commit()
+    db.close()
+    reg = Registry(root)
+    assert reg.chunk_ids("d") == {"d::v1::n::0000"}
+    assert reg.chunk_records(["d::v1::n::0000"]) == {}
+    assert reg.chunks_without_record(10) == ["d::v1::n::0000"]
+    reg.close()
+    Registry(root).close()  # opening again (column present) is a no-op

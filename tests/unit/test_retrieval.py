@@ -129,21 +129,42 @@ def test_query_racing_a_writer_searches_again(case27, monkeypatch):
 
 def test_retrieve_reads_records_of_the_winners_only(case27, monkeypatch):
     # Ids first: the over-fetched hits are ranked on their ids; text and metadata are read
-    # for the k sections returned, not for all 50 chunks fetched.
+    # for the k sections returned, not for all 50 chunks fetched, and from the registry's
+    # copies, not from Chroma.
     idx, _ = case27
-    store = idx.store
-    real_get = store.get
+    real_records = idx.registry.chunk_records
     asked: list[list[str]] = []
 
     def spy(ids):
         asked.append(list(ids))
-        return real_get(ids)
+        return real_records(ids)
 
-    monkeypatch.setattr(store, "get", spy)
+    monkeypatch.setattr(idx.registry, "chunk_records", spy)
+    monkeypatch.setattr(idx.store, "get", lambda ids: pytest.fail(f"Chroma read for {ids}"))
     got = Retriever(idx).retrieve("kettle", k=2)
     assert len(got) == 2
     assert sum(len(a) for a in asked) == 2
     assert {(s.doc_id, s.node_id) for s in got} == {(i.split("::")[0], i.split("::")[2]) for a in asked for i in a}
+
+
+def test_chunks_without_a_registry_copy_are_read_from_chroma_until_the_next_ingest(case27, monkeypatch):
+    # A store written before the registry kept record copies: same hits, read from Chroma;
+    # the next ingest (nothing changed) fills the copies in, and they equal Chroma's records.
+    idx, data = case27
+    r = Retriever(idx)
+    before = r.hits("kettle", 8)
+    idx.registry._db.execute("UPDATE chunks SET record = NULL")
+    chroma_reads = []
+    real_get = idx.store.get
+    monkeypatch.setattr(idx.store, "get", lambda ids: chroma_reads.append(list(ids)) or real_get(ids))
+    assert r.hits("kettle", 8) == before and chroma_reads
+    report = idx.ingest([data], show_progress=False)
+    assert report.unchanged == report.documents and report.indexed == 0
+    assert idx.registry.chunks_without_record(10) == []
+    chroma_reads.clear()
+    assert r.hits("kettle", 8) == before and not chroma_reads
+    copies = idx.registry.all_chunk_records()
+    assert copies == {h.chunk_id: (h.text, h.metadata) for h in real_get(sorted(copies))}
 
 
 def test_hits_without_hydration_carry_the_pointer_of_their_id(case27):
@@ -160,14 +181,15 @@ def test_hits_without_hydration_carry_the_pointer_of_their_id(case27):
 
 def test_a_hit_deleted_during_the_query_searches_again(case27, monkeypatch):
     idx, _ = case27
-    real_get = idx.store.get
+    real_records, real_get = idx.registry.chunk_records, idx.store.get
     calls = []
 
     def vanishing(ids):
         calls.append(ids)
-        return [] if len(calls) == 1 else real_get(ids)  # the first read finds the records gone
+        return {} if len(calls) == 1 else real_records(ids)  # the first read finds the records gone
 
-    monkeypatch.setattr(idx.store, "get", vanishing)
+    monkeypatch.setattr(idx.registry, "chunk_records", vanishing)
+    monkeypatch.setattr(idx.store, "get", lambda ids: [] if len(calls) == 1 else real_get(ids))
     (s,) = Retriever(idx).retrieve("descale the kettle vinegar", k=1)
     assert "Descale the kettle" in s.text and len(calls) == 2
 
