@@ -234,7 +234,13 @@ def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] |
         logger.info("query tracing skipped: the model's first module is not a text transformer")
         return None
     try:
-        features = model.preprocess([_PROBES[1]])
+        device = model.device
+
+        def prepare(text: str) -> dict[str, Any]:
+            features = model.preprocess([text])
+            return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+
+        features = prepare(_PROBES[1])
         keys = tuple(k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features)
 
         class _Body(torch.nn.Module):
@@ -261,13 +267,13 @@ def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] |
             hf_logger.setLevel(level)
 
         def encode_one(text: str) -> np.ndarray:
-            features = model.preprocess([text])
+            features = prepare(text)
             with torch.no_grad():
                 features["token_embeddings"] = traced(*(features[k] for k in keys))
                 for module in modules[1:]:
                     features = module(features)
                 vector = torch.nn.functional.normalize(features["sentence_embedding"], p=2, dim=1)
-            return vector[0].numpy().astype(np.float32, copy=False)
+            return vector[0].cpu().numpy().astype(np.float32, copy=False)
 
         for probe in _PROBES:
             expected = model.encode(
