@@ -378,6 +378,25 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     assert index.registry.chunk_records([first, second]) == chroma
 
 
+def test_ingest_succeeds_when_chroma_cannot_fill_record_copies(tmp_path, make_index, monkeypatch, caplog):
+    src = tmp_path / "doc.md"
+    src.write_text("# Doc\n\n## S\n\ntext one\n", encoding="utf-8")
+    index = make_index()
+    index.ingest([src], show_progress=False)
+    index.registry._db.execute("UPDATE chunks SET record = NULL")  # a store from an older version
+
+    def down(ids):
+        raise StoreError("Chroma is down")
+
+    monkeypatch.setattr(index.store, "get", down)
+    report = index.ingest([src], show_progress=False)
+    assert not report.failed and report.unchanged == 1
+    assert "could not copy chunk records" in caplog.text
+    monkeypatch.undo()
+    index.ingest([src], show_progress=False)
+    assert index.registry.chunks_without_record(10) == []
+
+
 def test_second_writer_gets_a_clear_lock_error(tmp_path, make_index):
     from filelock import FileLock
 
