@@ -759,7 +759,7 @@ class Index:
         if stray:
             rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {stray[0]})")
         copies = reg.all_chunk_records()
-        differ = sorted(cid for cid, (_, m) in copies.items() if cid in meta and m != meta[cid])
+        differ = sorted(cid for cid, rec in copies.items() if cid in meta and (rec is None or rec[1] != meta[cid]))
         if differ:
             rep.problems.append(
                 f"{len(differ)} chunks' registry copies differ from their Chroma records (e.g. {differ[0]})"

@@ -352,7 +352,9 @@ class Registry:
     def chunk_records(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """``chunk_id -> (text, metadata)`` for the given live chunks that have a stored copy.
 
-        Ids that are not live, or live without a copy (an older store), are left out.
+        Ids that are not live, live without a copy (an older store), or whose copy cannot be
+        decoded (logged; ``check`` reports it and ``check --repair`` rewrites it) are left
+        out, so the caller reads those from Chroma.
         """
         out: dict[str, tuple[str, dict[str, Any]]] = {}
         ids = list(dict.fromkeys(chunk_ids))
@@ -362,13 +364,18 @@ class Registry:
             for cid, rec in self._db.execute(
                 f"SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL AND chunk_id IN ({marks})", part
             ):
-                out[cid] = decode_record(rec)
+                decoded = _try_decode(cid, rec)
+                if decoded is not None:
+                    out[cid] = decoded
         return out
 
-    def all_chunk_records(self) -> dict[str, tuple[str, dict[str, Any]]]:
-        """``chunk_id -> (text, metadata)`` of every live chunk with a stored copy (for ``check``)."""
+    def all_chunk_records(self) -> dict[str, tuple[str, dict[str, Any]] | None]:
+        """``chunk_id -> (text, metadata)`` of every live chunk with a stored copy (for ``check``).
+
+        None for a copy that cannot be decoded.
+        """
         rows = self._db.execute("SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL")
-        return {cid: decode_record(rec) for cid, rec in rows}
+        return {cid: _try_decode(cid, rec) for cid, rec in rows}
 
     def chunks_without_record(self, limit: int) -> list[str]:
         """Up to ``limit`` live chunk ids that have no stored copy of their record."""
@@ -493,6 +500,17 @@ def encode_record(text: str, metadata: dict[str, Any]) -> bytes:
 def decode_record(record: bytes) -> tuple[str, dict[str, Any]]:
     """Inverse of :func:`encode_record`."""
     text, metadata = json.loads(zlib.decompress(record))
+    return text, metadata
+
+
+def _try_decode(chunk_id: str, record: bytes) -> tuple[str, dict[str, Any]] | None:
+    try:
+        text, metadata = decode_record(record)
+        if not isinstance(text, str) or not isinstance(metadata, dict):
+            raise ValueError("not [text, metadata]")
+    except (zlib.error, ValueError, TypeError) as err:
+        logger.warning("registry copy of chunk %s is unreadable (%s); run `proxypointer check --repair`", chunk_id, err)
+        return None
     return text, metadata
 
 

@@ -374,6 +374,14 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     fixed = index.check(repair=True)
     assert fixed.repaired == ["copied 2 chunk records from Chroma into the registry"]
     assert index.check().ok
+    index.registry.set_chunk_records({second: b"not zlib"})  # an unreadable copy
+    r = Retriever(index)
+    assert {h.chunk_id for h in r.hydrate(r.hits("text two", 2, hydrate=False))} == {first, second}
+    assert index.check().problems == [
+        f"1 chunks' registry copies differ from their Chroma records (e.g. {second})"
+    ]
+    assert index.check(repair=True).repaired == ["copied 1 chunk records from Chroma into the registry"]
+    assert index.check().ok
     chroma = {h.chunk_id: (h.text, h.metadata) for h in index.store.get([first, second])}
     assert index.registry.chunk_records([first, second]) == chroma
 
