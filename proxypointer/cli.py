@@ -407,6 +407,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
     print(f"documents: {st['documents']}  sections: {st['sections']}  chunks: {st['chunks']}")
     if st["not_ready"]:
         print(f"unfinished: {st['not_ready']} documents (run `proxypointer check --repair`)")
+    if st["chunks_without_record_copy"]:
+        print(
+            f"record copies: {st['chunks_without_record_copy']} chunks have none yet (queries read them from "
+            "Chroma; the next `ingest` or `check --repair` fills them in)"
+        )
     for s in st["stale_sources"]:
         print(f"stale: {s['doc_id']} ({s['reason']}): {s['source']}")
     return 0

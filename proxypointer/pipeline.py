@@ -543,20 +543,35 @@ class Index:
             return self._fill_records()
 
     def _fill_records(self) -> int:
-        filled = 0
+        filled, absent, after = 0, 0, ""
         while True:
-            ids = self.registry.chunks_without_record(500)
+            ids = self.registry.chunks_without_record(500, after)
             if not ids:
                 break
+            after = ids[-1]
             got = {h.chunk_id: encode_record(h.text, h.metadata) for h in self.store.get(ids)}
             filled += self.registry.set_chunk_records(got) if got else 0
-            if len(got) < len(ids):  # registered but missing from Chroma: `check --repair` settles these
-                logger.warning("%d live chunks are missing from Chroma; run `proxypointer check --repair`",
-                               len(ids) - len(got))
-                break
+            absent += len(ids) - len(got)
+        if absent:  # registered but missing from Chroma: `check --repair` settles these
+            logger.warning("%d live chunks are missing from Chroma; run `proxypointer check --repair`", absent)
         if filled:
             logger.info("copied %d chunk records from Chroma into the registry", filled)
         return filled
+
+    def _differing_copies(self, meta: dict[str, dict[str, Any]]) -> list[str]:
+        """Live chunks whose registry copy is unreadable or differs from Chroma in text or metadata.
+
+        Reads Chroma's texts page by page (never all at once) and the copies of each page.
+        """
+        differ: list[str] = []
+        for page in self.store._paged(None, ["documents"]):
+            ids = page["ids"]
+            texts = page["documents"] or [None] * len(ids)
+            copies = self.registry.chunk_record_copies(ids)
+            for cid, text in zip(ids, texts, strict=True):
+                if cid in copies and copies[cid] != (text or "", meta.get(cid)):
+                    differ.append(cid)  # also an unusable copy (None)
+        return sorted(differ)
 
     def repair(self) -> list[str]:
         """Finish or undo whatever an interrupted run left in flight.
@@ -677,7 +692,7 @@ class Index:
         ``line_count`` lines; its registered chunks all exist in Chroma with the document's
         live ``version`` and ``doc_hash`` and line pointers inside the stored text; Chroma holds
         no chunk the registry does not list; the registry's copies of chunk records (read by
-        queries) have the metadata of Chroma's.
+        queries) can be read and have the text and metadata of Chroma's.
 
         Args:
             repair: Also fix what can be fixed: finish interrupted runs, delete unregistered
@@ -758,11 +773,11 @@ class Index:
         stray = sorted(set(meta) - live)
         if stray:
             rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {stray[0]})")
-        copies = reg.all_chunk_records()
-        differ = sorted(cid for cid, rec in copies.items() if cid in meta and (rec is None or rec[1] != meta[cid]))
+        differ = self._differing_copies(meta)
         if differ:
             rep.problems.append(
-                f"{len(differ)} chunks' registry copies differ from their Chroma records (e.g. {differ[0]})"
+                f"{len(differ)} chunks' registry copies differ from their Chroma records or cannot be read"
+                f" (e.g. {differ[0]})"
             )
         if repair:
             if differ:

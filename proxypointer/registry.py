@@ -350,13 +350,23 @@ class Registry:
         return out
 
     def chunk_records(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """``chunk_id -> (text, metadata)`` for the given live chunks that have a stored copy.
+        """``chunk_id -> (text, metadata)`` for the given live chunks that have a usable copy.
 
         Ids that are not live, live without a copy (an older store), or whose copy cannot be
-        decoded (logged; ``check`` reports it and ``check --repair`` rewrites it) are left
-        out, so the caller reads those from Chroma.
+        decoded or lacks the pointer metadata (logged; ``check`` reports it and
+        ``check --repair`` rewrites it) are left out, so the caller reads those from Chroma.
         """
         out: dict[str, tuple[str, dict[str, Any]]] = {}
+        for cid, decoded in self.chunk_record_copies(chunk_ids).items():
+            if decoded is None:
+                logger.warning("registry copy of chunk %s is unreadable; run `proxypointer check --repair`", cid)
+            else:
+                out[cid] = decoded
+        return out
+
+    def chunk_record_copies(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]] | None]:
+        """Like :meth:`chunk_records`, with None for each copy that cannot be used (for ``check``)."""
+        out: dict[str, tuple[str, dict[str, Any]] | None] = {}
         ids = list(dict.fromkeys(chunk_ids))
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
@@ -364,22 +374,15 @@ class Registry:
             for cid, rec in self._db.execute(
                 f"SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL AND chunk_id IN ({marks})", part
             ):
-                decoded = _try_decode(cid, rec)
-                if decoded is not None:
-                    out[cid] = decoded
+                out[cid] = _try_decode(rec)
         return out
 
-    def all_chunk_records(self) -> dict[str, tuple[str, dict[str, Any]] | None]:
-        """``chunk_id -> (text, metadata)`` of every live chunk with a stored copy (for ``check``).
-
-        None for a copy that cannot be decoded.
-        """
-        rows = self._db.execute("SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL")
-        return {cid: _try_decode(cid, rec) for cid, rec in rows}
-
-    def chunks_without_record(self, limit: int) -> list[str]:
-        """Up to ``limit`` live chunk ids that have no stored copy of their record."""
-        rows = self._db.execute("SELECT chunk_id FROM chunks WHERE record IS NULL LIMIT ?", (limit,))
+    def chunks_without_record(self, limit: int, after: str = "") -> list[str]:
+        """Up to ``limit`` live chunk ids without a stored copy, in id order, after ``after``."""
+        rows = self._db.execute(
+            "SELECT chunk_id FROM chunks WHERE record IS NULL AND chunk_id > ? ORDER BY chunk_id LIMIT ?",
+            (after, limit),
+        )
         return [r[0] for r in rows]
 
     def set_chunk_records(self, records: dict[str, bytes | None]) -> int:
@@ -471,15 +474,20 @@ class Registry:
             )
 
     def stats(self) -> dict[str, int]:
-        """Count documents, sections, chunks, cached embeddings, documents not ready."""
+        """Count documents, sections, chunks, cached embeddings and documents not ready.
+
+        ``chunks_without_record_copy``: live chunks whose record queries read from Chroma
+        because the registry has no copy yet (an older store, until it is filled).
+        """
         docs, sections, chunks = self._db.execute(
             "SELECT COUNT(*), COALESCE(SUM(n_sections), 0), COALESCE(SUM(n_chunks), 0) FROM documents"
             " WHERE version != ''"
         ).fetchone()
         pending = self._db.execute("SELECT COUNT(*) FROM documents WHERE state NOT IN ('ready', 'stale')").fetchone()[0]
         cached = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        no_copy = self._db.execute("SELECT COUNT(*) FROM chunks WHERE record IS NULL").fetchone()[0]
         return {"documents": docs, "sections": sections, "chunks": chunks, "cached_embeddings": cached,
-                "not_ready": pending}
+                "not_ready": pending, "chunks_without_record_copy": no_copy}
 
 
 _COLUMNS = (
@@ -503,13 +511,20 @@ def decode_record(record: bytes) -> tuple[str, dict[str, Any]]:
     return text, metadata
 
 
-def _try_decode(chunk_id: str, record: bytes) -> tuple[str, dict[str, Any]] | None:
+#: Metadata a copy must carry, with these types, to be used: what retrieval reads to rank,
+#: slice and cite (the pointer). Other keys are passed through as stored.
+_POINTER_KEYS = {"doc_id": str, "doc_hash": str, "version": str, "node_id": str, "start_line": int, "end_line": int}
+
+
+def _try_decode(record: bytes) -> tuple[str, dict[str, Any]] | None:
+    """Decode a copy; None unless it is ``[text, metadata]`` with the pointer metadata typed right."""
     try:
         text, metadata = decode_record(record)
         if not isinstance(text, str) or not isinstance(metadata, dict):
             raise ValueError("not [text, metadata]")
-    except (zlib.error, ValueError, TypeError) as err:
-        logger.warning("registry copy of chunk %s is unreadable (%s); run `proxypointer check --repair`", chunk_id, err)
+        if any(not isinstance(metadata.get(k), kind) for k, kind in _POINTER_KEYS.items()):
+            raise ValueError("pointer metadata missing or mistyped")
+    except (zlib.error, ValueError, TypeError):
         return None
     return text, metadata
 

@@ -370,7 +370,9 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     text, meta = index.registry.chunk_records([first])[first]
     index.registry.set_chunk_records({first: encode_record(text, {**meta, "title": "Wrong"}), second: None})
     rep = index.check()
-    assert rep.problems == [f"1 chunks' registry copies differ from their Chroma records (e.g. {first})"]
+    assert rep.problems == [
+        f"1 chunks' registry copies differ from their Chroma records or cannot be read (e.g. {first})"
+    ]
     fixed = index.check(repair=True)
     assert fixed.repaired == ["copied 2 chunk records from Chroma into the registry"]
     assert index.check().ok
@@ -378,9 +380,17 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     r = Retriever(index)
     assert {h.chunk_id for h in r.hydrate(r.hits("text two", 2, hydrate=False))} == {first, second}
     assert index.check().problems == [
-        f"1 chunks' registry copies differ from their Chroma records (e.g. {second})"
+        f"1 chunks' registry copies differ from their Chroma records or cannot be read (e.g. {second})"
     ]
     assert index.check(repair=True).repaired == ["copied 1 chunk records from Chroma into the registry"]
+    # A copy that decodes but lacks the pointer is not used; one with other text is caught by check.
+    index.registry.set_chunk_records({second: encode_record("text two", {}), first: encode_record("forged", meta)})
+    by_id = {h.chunk_id: h for h in r.hydrate(r.hits("text two", 2, hydrate=False))}
+    assert by_id[second].metadata["doc_id"] == "doc" and by_id[first].text == "forged"
+    problem = index.check().problems[0]
+    assert problem.startswith("2 chunks' registry copies differ")
+    index.check(repair=True)
+    assert index.check().ok and index.registry.chunk_records([first]) == {first: (text, meta)}
     assert index.check().ok
     chroma = {h.chunk_id: (h.text, h.metadata) for h in index.store.get([first, second])}
     assert index.registry.chunk_records([first, second]) == chroma
@@ -403,6 +413,25 @@ def test_ingest_succeeds_when_chroma_cannot_fill_record_copies(tmp_path, make_in
     monkeypatch.undo()
     index.ingest([src], show_progress=False)
     assert index.registry.chunks_without_record(10) == []
+
+
+def test_filling_copies_goes_past_chunks_missing_from_chroma(tmp_path, make_index, caplog):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(20):
+        (docs / f"d{i:02d}.md").write_text(
+            "# D\n\n" + "".join(f"## S{j}\n\ntext {i} {j}\n\n" for j in range(60)), encoding="utf-8"
+        )
+    index = make_index()
+    index.ingest([docs], show_progress=False)
+    live = sorted(index.registry.chunk_ids())
+    assert len(live) > 1000  # more than two pages of 500
+    index.registry._db.execute("UPDATE chunks SET record = NULL")
+    index.store.delete_ids([live[0]])  # the first id of the first page is gone from Chroma
+    assert index.fill_records() == len(live) - 1
+    assert index.registry.chunks_without_record(10) == [live[0]]
+    assert "1 live chunks are missing from Chroma" in caplog.text
+    assert index.status()["chunks_without_record_copy"] == 1
 
 
 def test_second_writer_gets_a_clear_lock_error(tmp_path, make_index):

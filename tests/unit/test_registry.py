@@ -114,19 +114,20 @@ def test_stats(reg):
     assert reg.stats()["not_ready"] == 1 and reg.stats()["documents"] == 0
     commit(reg, "d", "h1", "v1", ["c1", "c2"])
     reg.finish("d")
-    assert reg.stats() == {"documents": 1, "sections": 1, "chunks": 2, "cached_embeddings": 0, "not_ready": 0}
+    assert reg.stats() == {"documents": 1, "sections": 1, "chunks": 2, "cached_embeddings": 0, "not_ready": 0,
+                           "chunks_without_record_copy": 2}  # committed without copies
 
 
 def test_record_copies_go_and_come_with_their_version(reg):
     from proxypointer.registry import encode_record
 
-    rec = encode_record("héllo", {"doc_id": "d", "level": 2, "empty_body": False})
+    meta = {"doc_id": "d", "doc_hash": "h1", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3,
+            "level": 2, "empty_body": False}
+    rec = encode_record("héllo", meta)
     reg.begin_write("d", "/x/d.md", "h1")
     reg.commit_version("d", source_path="/x/d.md", doc_hash="h1", version="v1", title="T", line_count=3,
                        n_sections=1, chunk_ids=["d::v1::n::0000"], source_mtime=1.0, source_size=10, records=[rec])
-    assert reg.chunk_records(["d::v1::n::0000", "other"]) == {
-        "d::v1::n::0000": ("héllo", {"doc_id": "d", "level": 2, "empty_body": False})
-    }
+    assert reg.chunk_records(["d::v1::n::0000", "other"]) == {"d::v1::n::0000": ("héllo", meta)}
     commit(reg, "d", "h2", "v2", ["d::v2::n::0000"])  # a version written without copies
     assert reg.chunk_records(["d::v1::n::0000", "d::v2::n::0000"]) == {}
     assert reg.chunks_without_record(10) == ["d::v2::n::0000"]

@@ -163,8 +163,9 @@ def test_chunks_without_a_registry_copy_are_read_from_chroma_until_the_next_inge
     assert idx.registry.chunks_without_record(10) == []
     chroma_reads.clear()
     assert r.hits("kettle", 8) == before and not chroma_reads
-    copies = idx.registry.all_chunk_records()
-    assert copies == {h.chunk_id: (h.text, h.metadata) for h in real_get(sorted(copies))}
+    live = sorted(idx.registry.chunk_ids())
+    copies = idx.registry.chunk_record_copies(live)
+    assert copies == {h.chunk_id: (h.text, h.metadata) for h in real_get(live)} and len(copies) == len(live)
 
 
 def test_hits_without_hydration_carry_the_pointer_of_their_id(case27):
