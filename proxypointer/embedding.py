@@ -54,9 +54,10 @@ class SentenceTransformerEmbedder:
     Args:
         config: Model name or path, batch size, device.
         quantize_int8: Quantise the model's linear layers to int8 after loading (torch
-            dynamic quantisation, CPU only). Vectors change slightly, so the name, and with it
-            the embedding-cache key, gets a ``+int8`` suffix; speed and retrieval quality on
-            qasper-dev are in docs/benchmarks.md.
+            dynamic quantisation, CPU only); also on when ``config.quantize_int8`` is set.
+            Vectors change slightly, so the name, and with it the embedding-cache key, gets a
+            ``+int8`` suffix; speed and retrieval quality on qasper-dev are in
+            docs/benchmarks.md.
         query_cache_size: Query vectors kept by :meth:`encode_query` (least recently used
             evicted; 0 disables the cache).
         trace_query: Embed queries through a frozen TorchScript trace of the transformer
@@ -88,8 +89,8 @@ class SentenceTransformerEmbedder:
         query_threads: int | None = 1,
     ) -> None:
         self.config = config or EmbeddingConfig()
-        self.quantize_int8 = quantize_int8
-        self.name = self.config.model + ("+int8" if quantize_int8 else "")
+        self.quantize_int8 = quantize_int8 or self.config.quantize_int8
+        self.name = self.config.model + ("+int8" if self.quantize_int8 else "")
         self.query_cache_size = max(0, int(query_cache_size))
         self.query_threads = query_threads
         self.trace_query = trace_query

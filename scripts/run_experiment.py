@@ -2,12 +2,14 @@
 
 Usage:
     .venv/bin/python scripts/run_experiment.py configs/experiments/qasper-dev.yaml
-        [--limit-docs N] [--systems a,b] [--scopes doc,corpus] [--out DIR] [--ingest-only]
+        [--limit-docs N] [--systems a,b] [--scopes doc,corpus] [--out DIR] [--ingest-only] [--int8]
 
 The YAML holds the evaluation settings (proxypointer.evalrun.EvalSettings), ``pipeline`` (the
 proxypointer system's config) and optional ``variants`` (name -> base, pipeline overrides,
 assemble). Written: results.json, results.md, budget_hit.png and a copy of the config with the
-resolved pipeline config beside them.
+resolved pipeline config beside them. ``--int8`` runs every dense system with the model's
+linear layers quantised to int8 (``SentenceTransformerEmbedder(quantize_int8=True)``, documents
+and queries alike; its stores are separate, keyed by the ``+int8`` model name).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ingest-only", action="store_true", help="fill the per-system stores and stop")
     ap.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
                     help="instead of running: combine results.json files of equal runs into --out")
+    ap.add_argument("--int8", action="store_true", help="int8 dynamically quantised model (documents and queries)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
@@ -69,17 +72,24 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_dict(data, str(path))
         specs = system_specs(settings.systems, pipeline, variants)
         bench = load_benchmark(bench_path, settings.limit_docs or None)
+        embedder = None
+        if args.int8:
+            from proxypointer.embedding import SentenceTransformerEmbedder
+
+            embedder = SentenceTransformerEmbedder(pipeline.embedding, quantize_int8=True)
         if args.ingest_only:
-            ingest_systems(bench, pipeline, settings, specs, show_progress=not args.quiet)
+            ingest_systems(bench, pipeline, settings, specs, embedder=embedder, show_progress=not args.quiet)
             return 0
         t0 = time.time()
-        result = run_evaluation(bench, pipeline, settings, specs, show_progress=not args.quiet)
+        result = run_evaluation(bench, pipeline, settings, specs, embedder=embedder, show_progress=not args.quiet)
     except (ProxyPointerError, OSError, yaml.YAMLError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     result["seconds"] = round(time.time() - t0, 1)
+    result["int8"] = bool(args.int8)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    resolved = {"pipeline": config_to_dict(pipeline), "variants": variants, "settings": result["settings"]}
+    resolved = {"pipeline": config_to_dict(pipeline), "variants": variants, "settings": result["settings"],
+                "int8": bool(args.int8)}
     write_results(Path(args.out) if args.out else ROOT / "results" / f"{path.stem}-{stamp}", path, result, resolved)
     return 0
 

@@ -46,8 +46,14 @@ def test_cache_off():
 
 
 def test_int8_model_has_its_own_cache_key():
+    from proxypointer.config import EmbeddingConfig, config_from_dict
+
     assert SentenceTransformerEmbedder(quantize_int8=True).name.endswith("+int8")
     assert SentenceTransformerEmbedder().name == "all-MiniLM-L6-v2"
+    cfg = config_from_dict({"embedding": {"quantize_int8": True}}, "test")
+    assert cfg.embedding == EmbeddingConfig(quantize_int8=True)
+    e = SentenceTransformerEmbedder(cfg.embedding)
+    assert e.quantize_int8 and e.name == "all-MiniLM-L6-v2+int8"
 
 
 def test_query_threads_are_restored(monkeypatch):
