@@ -283,10 +283,15 @@ class Index:
                 self._store_generation = self._registry.generation()
             lock.release()
 
-    def _check_model(self) -> None:
+    def _check_model(self, record: bool = True) -> None:
+        """Raise ConfigError if the store was built with another model than the embedder's.
+
+        ``record``: an empty store records the embedder's model (writers only).
+        """
         stored = self.registry.get_meta("model")
         if stored is None:
-            self.registry.set_meta("model", self.embedder.name)
+            if record:
+                self.registry.set_meta("model", self.embedder.name)
         elif stored != self.embedder.name:
             raise ConfigError(
                 f"{self.root}: the store was built with model {stored!r}, the config asks for "

@@ -128,7 +128,10 @@ class Retriever:
 
         Raises:
             StoreError: If Chroma fails.
+            ConfigError: If the store was built with another embedding model (or the same
+                model with ``quantize_int8`` set differently).
         """
+        self.index._check_model(record=False)  # vectors of another model would rank nonsense
         vector = (
             self.index.embedder.encode_query(query)
             if hasattr(self.index.embedder, "encode_query")

@@ -297,3 +297,12 @@ def test_nested_merge_returns_the_enclosing_section_once_at_the_better_rank(nest
 def test_nested_must_be_keep_or_merge():
     with pytest.raises(ConfigError, match="retrieval.nested"):
         RetrievalConfig(nested="fold")
+
+
+def test_a_query_with_another_model_than_the_store_was_built_with_is_refused(case27):
+    from proxypointer.errors import ConfigError
+
+    idx, _ = case27
+    idx.registry.set_meta("model", "all-MiniLM-L6-v2+int8")
+    with pytest.raises(ConfigError, match=r"built with model 'all-MiniLM-L6-v2\+int8'"):
+        Retriever(idx).retrieve("kettle", k=1)
