@@ -194,7 +194,6 @@ class SentenceTransformerEmbedder:
                 self._queries.popitem(last=False)
         return vector
 
-
     def _encode_one(self, text: str) -> np.ndarray:
         """One text -> float32 ``(dim,)``, through the traced encoder when there is one."""
         if self._query_encoder is None:

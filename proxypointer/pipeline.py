@@ -283,10 +283,14 @@ class Index:
                 self._store_generation = self._registry.generation()
             lock.release()
 
-    def _check_model(self, record: bool = True) -> None:
+    def check_model(self, record: bool = True) -> None:
         """Raise ConfigError if the store was built with another model than the embedder's.
 
-        ``record``: an empty store records the embedder's model (writers only).
+        Args:
+            record: On a store without a model yet, record the embedder's (writers only).
+
+        Raises:
+            ConfigError: Naming both models (``+int8`` marks a quantised one).
         """
         stored = self.registry.get_meta("model")
         if stored is None:
@@ -336,7 +340,7 @@ class Index:
             stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0)
         )
         st = report.stage_seconds
-        self._check_model()
+        self.check_model()
         self.repair()
         found, missing = discover(paths)
         report.failed.extend(missing)
@@ -569,12 +573,10 @@ class Index:
         Reads Chroma's texts page by page (never all at once) and the copies of each page.
         """
         differ: list[str] = []
-        for page in self.store._paged(None, ["documents"]):
-            ids = page["ids"]
-            texts = page["documents"] or [None] * len(ids)
+        for ids, texts in self.store.text_pages():
             copies = self.registry.chunk_record_copies(ids)
             for cid, text in zip(ids, texts, strict=True):
-                if cid in copies and copies[cid] != (text or "", meta.get(cid)):
+                if cid in copies and copies[cid] != (text, meta.get(cid)):
                     differ.append(cid)  # also an unusable copy (None)
         return sorted(differ)
 

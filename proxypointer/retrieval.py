@@ -131,7 +131,7 @@ class Retriever:
             ConfigError: If the store was built with another embedding model (or the same
                 model with ``quantize_int8`` set differently).
         """
-        self.index._check_model(record=False)  # vectors of another model would rank nonsense
+        self.index.check_model(record=False)  # vectors of another model would rank nonsense
         vector = (
             self.index.embedder.encode_query(query)
             if hasattr(self.index.embedder, "encode_query")

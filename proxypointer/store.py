@@ -290,6 +290,12 @@ class ChromaStore:
         """Every id in the collection (paged)."""
         return [i for page in self._paged(None, []) for i in page["ids"]]
 
+    def text_pages(self) -> Iterator[tuple[list[str], list[str]]]:
+        """``(ids, texts)`` of every record, one page of at most :attr:`max_batch` at a time."""
+        for page in self._paged(None, ["documents"]):
+            ids = page["ids"]
+            yield ids, [d or "" for d in (page["documents"] or [None] * len(ids))]
+
     def all_metadata(self) -> dict[str, dict[str, Any]]:
         """``id -> metadata`` of every record (paged; for ``Index.check``)."""
         out: dict[str, dict[str, Any]] = {}
