@@ -119,7 +119,7 @@ class Retriever:
                 :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks is searched exactly, by scoring
                 those chunks' stored vectors, instead of by Chroma's filtered HNSW search
                 (111 vs ~6 ms for one paper at 100k chunks, docs/benchmarks.md).
-            hydrate: Read each hit's text and metadata from Chroma. When false, ``text`` is
+            hydrate: Read each hit's text and metadata (see :meth:`hydrate`). When false, ``text`` is
                 ``""`` and ``metadata`` holds only ``doc_id``, ``version``, ``node_id`` and
                 ``chunk_index`` (parsed from the chunk id); :meth:`hydrate` reads the rest.
 
