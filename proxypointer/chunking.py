@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .config import ChunkingConfig
+from .errors import DocumentError
 from .tokenizer import TokenCounter
 from .tree import DocumentTree, Node, split_lines
 
@@ -170,7 +171,10 @@ def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
         if at == -1:  # pragma: no cover - pieces are substrings by construction
             at = text.find(piece)
         if at == -1:
-            raise ValueError("chunk text is not a substring of its node")
+            raise DocumentError(
+                "chunk text is not a substring of its node; the text splitter changed the text "
+                "(a bug: please report it with the document)"
+            )
         spans.append((at, at + len(piece)))
         cursor = at + 1
     return spans
