@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .config import ChunkingConfig
 from .errors import DocumentError
+from .titles import is_noise_title, normalise_title
 from .tokenizer import TokenCounter
 from .tree import DocumentTree, Node, split_lines
 
@@ -97,32 +98,6 @@ class Chunk:
 def document_hash(text: str) -> str:
     """SHA-256 (hex) of normalised document text: the version of a document."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_NUMBER_PREFIX = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlcdm]+\.|[a-z]\.)\s+", re.IGNORECASE)
-_MARKUP = re.compile(r"[*_`~]+|</?[a-z][^>]*>", re.IGNORECASE)
-
-
-def normalise_title(title: str) -> str:
-    """Normalise a heading title for noise matching.
-
-    Drops inline markup (``*``, ``_``, backticks, HTML tags), a leading section number
-    (``9``, ``2.1``, ``3.``, ``IV.``, ``A.``), case (casefold), surrounding spaces and trailing
-    punctuation. Rule from shared case 29.
-
-    Example:
-        >>> normalise_title("9. **REFERENCES**:")
-        'references'
-    """
-    t = _MARKUP.sub("", title).strip()
-    t = _NUMBER_PREFIX.sub("", t)
-    t = re.sub(r"\s+", " ", t).casefold().strip()
-    return t.rstrip(" .:;,-").strip()
-
-
-def is_noise_title(title: str, noise_titles: tuple[str, ...]) -> bool:
-    """Tell whether the normalised title *equals* one of ``noise_titles`` (never a substring)."""
-    return normalise_title(title) in {normalise_title(n) for n in noise_titles}
 
 
 def breadcrumb_text(breadcrumb: tuple[str, ...], separator: str = " > ") -> str:
