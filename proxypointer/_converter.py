@@ -143,12 +143,14 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
 
     Levels: ``PART`` 1; ``ITEM`` 2 (1 in a filing without part headings); the heading of the
     notes (``Notes to Consolidated Financial Statements``) one below the open item or part;
-    ``Note N`` one below the open notes heading, else one below the open item or part. Every
-    other heading nests under the labelled heading before it (its *anchor*), at the anchor's
-    level + 1 + the rank of its written level among the other headings under that anchor,
-    so their relative nesting is kept; headings before the first label rank from level 1.
-    At most 6. A part or item line of the table of contents (ending in a page number) is no
-    label (:func:`proxypointer.titles.filing_label`).
+    ``Note N`` one below the open notes heading, else one below the open item or part; so is
+    ``N. Title`` once the notes heading or a financial statement's title (``Consolidated
+    Balance Sheets``) has been seen in the open item or part. Every other heading nests under
+    the labelled heading before it (its *anchor*), at the anchor's level + 1 + the rank of
+    its written level among the other headings under that anchor, so their relative nesting
+    is kept; headings before the first label rank from level 1. At most 6. A part or item
+    line of the table of contents (ending in a page number) is no label
+    (:func:`proxypointer.titles.filing_label`).
 
     Args:
         headings: Headings in line order.
@@ -159,43 +161,47 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
 
     """
     labels = [filing_label(h.title) for h in headings]
-    if sum(1 for lab in labels if lab and lab[0] != "notes") < FILING_MIN_LABELS:
+    kinds = [lab[0] if lab else "" for lab in labels]
+    if sum(1 for k in kinds if k in ("part", "item", "note")) < FILING_MIN_LABELS:
         return headings
     part_level = 1
-    item_level = 2 if any(lab and lab[0] == "part" for lab in labels) else 1
+    item_level = 2 if "part" in kinds else 1
     levels: list[int] = [0] * len(headings)
     anchor_of: list[int] = [-1] * len(headings)  # index of the anchor of an unlabelled heading
-    part_open = item_open = False
+    part_open = item_open = statements_open = False
     notes_level = 0
     anchor = -1
-    for i, lab in enumerate(labels):
-        if lab is None:
+    for i, kind in enumerate(kinds):
+        if kind == "statements":
+            statements_open = True
+        if kind == "numbered" and (notes_level or statements_open):
+            kind = kinds[i] = "note"
+        if kind not in ("part", "item", "notes", "note"):
+            kinds[i] = ""
             anchor_of[i] = anchor
             continue
-        kind = lab[0]
         container = item_level if item_open else (part_level if part_open else 0)
         if kind == "part":
             levels[i] = part_level
-            part_open, item_open, notes_level = True, False, 0
+            part_open, item_open, notes_level, statements_open = True, False, 0, False
         elif kind == "item":
             levels[i] = item_level
-            item_open, notes_level = True, 0
+            item_open, notes_level, statements_open = True, 0, False
         elif kind == "notes":
             levels[i] = notes_level = container + 1
         else:
             levels[i] = (notes_level or container) + 1
         anchor = i
-    ranks: dict[int, list[int]] = {}
+    written: dict[int, set[int]] = {}
     for i, a in enumerate(anchor_of):
-        if labels[i] is None:
-            ranks.setdefault(a, []).append(headings[i].md_level)
-    order = {a: sorted(set(mds)) for a, mds in ranks.items()}
+        if not kinds[i]:
+            written.setdefault(a, set()).add(headings[i].md_level)
+    ranks = {a: sorted(mds) for a, mds in written.items()}
     out: list[Heading] = []
     for i, h in enumerate(headings):
-        if labels[i] is None:
+        if not kinds[i]:
             a = anchor_of[i]
-            base = levels[a] if a >= 0 else 0
-            levels[i] = base + 1 + order[a].index(h.md_level)
+            levels[i] = (levels[a] if a >= 0 else 0) + 1 + ranks[a].index(h.md_level)
         out.append(Heading(h.line, h.last_line, min(levels[i], 6), h.title, h.md_level, h.source))
     changed = sum(1 for a, b in zip(headings, out, strict=True) if a.level != b.level)
     logger.debug("filing structure: %d of %d headings re-levelled", changed, len(out))

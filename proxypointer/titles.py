@@ -300,6 +300,12 @@ _FILING_NOTES = re.compile(
 )
 # A table-of-contents line: text, then a page number (1-999) that no kind word labels.
 _TOC_FOLIO = re.compile(r"\D\s+\d{1,3}$")
+# A financial statement's title ("NIKE, Inc. Consolidated Statements of Income", "Consolidated
+# Balance Sheets"), and a heading numbered like a note without the word ("14. Debt").
+_FILING_STATEMENTS = re.compile(
+    r"\bconsolidated\s+(?:condensed\s+)?(?:statements?\s+of|balance\s+sheets?)\b", re.IGNORECASE
+)
+_FILING_NUMBERED = re.compile(r"^(?P<label>\d{1,2})\.\s+(?=[A-Z])")
 
 
 def filing_label(title: str) -> tuple[str, str] | None:
@@ -309,11 +315,18 @@ def filing_label(title: str) -> tuple[str, str] | None:
         title: Heading text as written.
 
     Returns:
-        ``(kind, label)`` with kind ``part`` (label ``II``), ``item`` (``7A``), ``notes``
-        (label ``""``: the heading of the notes to the financial statements) or ``note``
-        (``14``); labels upper-case, arabic without leading zeros. None for any other title
-        and for a part or item heading that ends in a page number (``Part II – Other
-        information Item 1. Legal Proceedings. 191``: a line of the table of contents).
+        ``(kind, label)``, labels upper-case, arabic without leading zeros:
+
+        * ``part`` (label ``II``), ``item`` (``7A``), ``note`` (``14``: ``Note 14 - Debt``);
+        * ``notes`` (label ``""``): the heading of the notes to the financial statements;
+        * ``statements`` (``""``): a financial statement's title (``Consolidated Balance
+          Sheets``, ``NIKE, Inc. Consolidated Statements of Income``);
+        * ``numbered`` (``14``): ``14. Debt``, a note when it follows the statements or the
+          notes heading (the caller decides).
+
+        None for any other title, and for a part or item heading that ends in a page number
+        (``Part II – Other information Item 1. Legal Proceedings. 191``: a line of the
+        table of contents).
 
     Example:
         >>> filing_label("ITEM 7A. Quantitative"), filing_label("NOTE 14 — Debt")
@@ -321,15 +334,17 @@ def filing_label(title: str) -> tuple[str, str] | None:
 
     """
     text = plain_title(title)
-    m = _FILING_NOTES.match(text)
-    if m:
+    if _FILING_NOTES.match(text):
         return "notes", ""
-    for kind, pattern in (("part", _FILING_PART), ("item", _FILING_ITEM), ("note", _FILING_NOTE)):
+    for kind, pattern in (("part", _FILING_PART), ("item", _FILING_ITEM), ("note", _FILING_NOTE),
+                          ("numbered", _FILING_NUMBERED)):
         m = pattern.match(text)
         if m:
-            if kind != "note" and _TOC_FOLIO.search(text[m.end() :]):
+            if kind in ("part", "item") and _TOC_FOLIO.search(text[m.end() :]):
                 return None
             return kind, normalise_label(m.group("label"))
+    if _FILING_STATEMENTS.search(text):
+        return "statements", ""
     return None
 
 
@@ -349,12 +364,13 @@ _LABEL_WORD = re.compile(
 def is_row_or_furniture(title: str) -> bool:
     """Tell whether a heading reads like a table row or page furniture, not a section title.
 
-    PDF converters promote table rows, folios and running headers to headings: in the 29
-    filings of bench/financebench-dev-md (opendataloader-pdf 2.5.16) about a fifth of the
-    5,610 headings are such lines (``###### 44``, ``###### 4,867,457 $ 133.54``,
-    ``###### RETURN ON INVESTED CAPITAL 48.8 % 21.5 %``, ``###### 2021 FORM 10-K 30``,
-    ``###### PAGE``, ``### SIGNATURES 115``). A title is one when, after :func:`plain_title`
-    and without its own leading label (``12.``, ``Item 7``, ``Note 14``):
+    PDF converters promote table rows, folios and running headers to headings. The rules
+    below come from the headings of the 29 filings of bench/financebench-dev-md
+    (opendataloader-pdf 2.5.16), where they match 454 of 5,610 headings (``###### 44``,
+    ``###### 4,867,457 $ 133.54``, ``###### RETURN ON INVESTED CAPITAL 48.8 % 21.5 %``,
+    ``###### 2021 FORM 10-K 30``, ``###### PAGE``, ``### SIGNATURES 115``). A title is one
+    when, after :func:`plain_title` and without its own leading label (``12.``, ``Item 7``,
+    ``Note 14``):
 
     1. it holds no letter (a folio, a year, a row of figures, a phone number); or
     2. it is the word ``Page`` (optionally with a number) or ends in it (a table-of-contents

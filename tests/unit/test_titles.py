@@ -151,6 +151,10 @@ def test_labels_and_roman_numerals():
         ("Note 1. Description of Business", ("note", "1")),
         ("Notes to Consolidated Financial Statements", ("notes", "")),
         ("Notes to the Condensed Consolidated Financial Statements (Unaudited)", ("notes", "")),
+        ("NIKE, Inc. Consolidated Statements of Income", ("statements", "")),
+        ("Consolidated Condensed Balance Sheets", ("statements", "")),
+        ("14. Debt", ("numbered", "14")),
+        ("2021 Results", None),
         ("Part II – Other information Item 1. Legal Proceedings. 191", None),  # a contents line
         ("ITEM 7. Management's Discussion 25", None),
         ("Particulars", None),

@@ -605,3 +605,122 @@ def test_dollar_signs_elsewhere_do_not_hide_headings(text):
 def test_display_math_inside_a_list_item():
     text = "- item\n\n  $$\n  L\n  =\n  $$\n\n# Real\n"
     assert [h.title for h in find_headings(text)[0]] == ["Real"]
+
+
+# -- 10-K structure: drop_row_headings, relevel_filing -------------------------------------------
+ROWS = TreeConfig(drop_row_headings=True)
+FILING = TreeConfig(relevel_filing=True)
+
+FLAT_10K = """\
+### FORM 10-K
+
+### Table of Contents
+
+### PART I
+
+### ITEM 1. Business
+
+### General
+
+text
+
+### ITEM 1A. Risk Factors
+
+### PART II
+
+### ITEM 7. MANAGEMENT'S DISCUSSION
+
+###### Results of Operations
+
+####### not a heading
+
+###### Fiscal 2018 Compared to Fiscal 2017
+
+### ITEM 8. Financial Statements
+
+#### Consolidated Balance Sheets
+
+### Notes to Consolidated Financial Statements
+
+###### Basis of Consolidation
+
+###### NOTE 14 — Debt
+
+###### Credit Facilities
+
+### PART III
+
+### Item 10. Directors
+"""
+
+
+def _paths(text: str, config: TreeConfig) -> list[tuple[str, ...]]:
+    tree = build_tree(text, "doc", config)
+    return [tree.title_path(n.node_id) for n in tree.nodes if n.kind == "heading"]
+
+
+def test_relevel_filing_nests_items_under_parts_and_notes_under_the_notes_heading():
+    tree = build_tree(FLAT_10K, "doc", FILING)
+    levels = {n.title: n.level for n in tree.nodes}
+    assert [levels[t] for t in ("PART I", "ITEM 1. Business", "ITEM 7. MANAGEMENT'S DISCUSSION", "PART III",
+                                "Item 10. Directors")] == [1, 2, 2, 1, 2]
+    assert levels["Notes to Consolidated Financial Statements"] == 3
+    assert levels["NOTE 14 — Debt"] == 4
+    paths = _paths(FLAT_10K, FILING)
+    assert ("PART II", "ITEM 8. Financial Statements", "Notes to Consolidated Financial Statements",
+            "NOTE 14 — Debt", "Credit Facilities") in paths
+    assert ("PART I", "ITEM 1. Business", "General") in paths
+    assert ("PART II", "ITEM 7. MANAGEMENT'S DISCUSSION", "Fiscal 2018 Compared to Fiscal 2017") in paths
+    # before the first label: relative levels kept, from 1
+    assert (levels["FORM 10-K"], levels["Table of Contents"]) == (1, 1)
+    # written levels do not change
+    assert {n.md_level for n in tree.nodes} == {3, 4, 6}
+
+
+def test_relevel_filing_is_off_by_default_and_needs_a_filing():
+    assert [lvl for *_, lvl in [(n.title, n.level) for n in build_tree(FLAT_10K, "doc").nodes]] == [
+        3, 3, 3, 3, 3, 3, 3, 3, 6, 6, 3, 4, 3, 6, 6, 6, 3, 3]
+    text = "## Intro\n\n## Item 7 of the list\n\n## Methods\n"  # one label: not a filing
+    assert find_headings(text, FILING)[0] == find_headings(text)[0]
+
+
+@pytest.mark.parametrize(
+    ("titles", "levels"),
+    [
+        # 10-Q without item headings: notes are roots and nest what follows
+        (["## Overview", "##### Note 1 – Basis of presentation", "###### Loans", "##### Note 2 – Leases"],
+         [1, 1, 2, 1]),
+        # numbered notes after a financial statement title
+        (["### PART IV", "### Item 15. Exhibits", "### Consolidated Balance Sheets", "### 2. Investments",
+          "#### Fair value", "### 3. Debt"], [1, 2, 3, 3, 4, 3]),
+        # "N." headings elsewhere are not notes
+        (["### PART I", "### 1. Overview", "### 2. Strategy", "### Item 1A. Risk"], [1, 2, 2, 2]),
+        # a contents line ending in a page number is no label
+        (["### Part II – Other information Item 1. Legal Proceedings. 191", "### PART I", "### Item 1. Business"],
+         [1, 1, 2]),
+    ],
+)
+def test_relevel_filing_variants(titles, levels):
+    text = "".join(f"{t}\n\ntext\n\n" for t in titles)
+    assert [h.level for h in find_headings(text, FILING)[0]] == levels
+
+
+def test_relevel_filing_caps_levels_at_6():
+    text = "# PART I\n\n# Item 1. A\n\n# Notes to Financial Statements\n\n# Note 1 X\n\n## a\n\n### b\n\n#### c\n"
+    assert [h.level for h in find_headings(text, FILING)[0]] == [1, 2, 3, 4, 5, 6, 6]
+
+
+def test_drop_row_headings_merges_rows_into_the_section_before():
+    text = ("# Results\n\nIntro.\n\n###### 4,867,457 $ 133.54\n\nrow text\n\n"
+            "###### RETURN ON INVESTED CAPITAL 48.8 % 21.5 %\n\n## Outlook\n\n###### 2021 FORM 10-K 30\n\n"
+            "###### PAGE\n\nmore\n")
+    tree = build_tree(text, "doc", ROWS)
+    assert [(n.title, n.start_line, n.end_line) for n in tree.nodes] == [
+        ("Results", 1, 17), ("Outlook", 11, 17)]
+    assert len(build_tree(text, "doc").nodes) == 6  # off by default
+
+
+def test_drop_row_headings_keeps_section_titles_and_filters_converter_modes():
+    text = "# Fiscal 2018 Compared to Fiscal 2017\n\n**$ 1,234 $ 5,678**\n\n**Liquidity**\n\nx\n"
+    config = TreeConfig(drop_row_headings=True, bold_headings=True)
+    assert [h.title for h in find_headings(text, config)[0]] == ["Fiscal 2018 Compared to Fiscal 2017", "Liquidity"]
