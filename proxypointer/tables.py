@@ -309,6 +309,10 @@ def _title_before(text: str, lo: int, hi: int, md: MarkdownIt) -> str:
             if not gap:
                 return ""  # a long paragraph: prose, not a title
             break
+        if _HEADING_MARK.match(s):  # a heading ends the search; it is the title if nothing is yet
+            if not picked:
+                picked.append(s)
+            break
         picked.append(s)
         gap = False
     if not picked:
