@@ -10,6 +10,7 @@ source): :class:`EmbeddedText` holds both and the map between them.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
 __all__ = ["EmbeddedText"]
+
+_BLANK_RUN = re.compile(r"\n(?:[ \t]*\n)+")  # one or more blank lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +50,9 @@ class _Block:
 class EmbeddedText:
     r"""A source text as it is embedded, with a map back to source characters.
 
-    Tables are rendered (:func:`~proxypointer.tables.find_tables`), each as its own
-    paragraph; base64 data URIs are replaced by placeholders
+    Tables are rendered (:func:`~proxypointer.tables.find_tables`), each as one paragraph
+    opened by its title paragraph (blank lines between them dropped, so a splitter keeps the
+    title with the first rows); base64 data URIs are replaced by placeholders
     (:func:`~proxypointer.datauri.replace_data_uris`); all other text is copied. A piece of
     :attr:`text` maps back to the source characters it came from (whole table rows for
     rendered lines), so a chunk's pointer covers the exact source lines.
@@ -61,8 +65,8 @@ class EmbeddedText:
     Example:
         >>> e = EmbeddedText("Assets\n\n<table><tr><td>Cash</td><td>$ 5</td></tr></table>\n")
         >>> e.text
-        'Assets\n\nCash: $ 5\n\n'
-        >>> e.source[slice(*e.source_span(8, 17))]
+        'Assets\nCash: $ 5\n\n'
+        >>> e.source[slice(*e.source_span(7, 16))]
         '<table><tr><td>Cash</td><td>$ 5</td></tr></table>'
     """
 
@@ -101,16 +105,36 @@ class EmbeddedText:
         have = len(tail) - len(tail.rstrip("\n")) + len(following) - len(following.lstrip("\n"))
         self._emit(parts, "\n" * max(0, 2 - have), at, at, True)
 
+    def _glued_title(self, parts: list[str], a: int, b: int) -> None:
+        """Copy a table's title paragraph(s) with each run of blank lines as one line break.
+
+        The title then opens the table's paragraph, so the splitter keeps it with the first
+        rows instead of cutting it off as a chunk of its own.
+        """
+        pos = a
+        for m in _BLANK_RUN.finditer(self.source, a, b):
+            self._prose(parts, pos, m.start())
+            self._emit(parts, "\n", m.start(), m.end(), True)
+            pos = m.end()
+        self._prose(parts, pos, b)
+        if b > a and not "".join(parts[-1:]).endswith("\n"):
+            self._emit(parts, "\n", b, b, True)
+
     def _build(self, parts: list[str]) -> None:
         pos = 0
         for t in self.tables:
-            self._prose(parts, pos, t.start)
-            pos = t.end
             lines = [(x, t.start, t.header_end if t.rows else t.end) for x in t.lead_lines]
             lines += [(r.text, r.start, r.end) for r in t.rows]
             if not lines:
+                self._prose(parts, pos, t.start)
+                pos = t.end
                 continue
-            self._paragraph_break(parts, t.start)
+            glue = t.title_start < t.start
+            self._prose(parts, pos, t.title_start)
+            self._paragraph_break(parts, t.title_start)
+            if glue:
+                self._glued_title(parts, t.title_start, t.start)
+            pos = t.end
             first = self._segments[-1].r_end if self._segments else 0
             for i, (line, a, b) in enumerate(lines):
                 if i:

@@ -82,6 +82,8 @@ class Table:
             its header rows joined by a space; ``()`` when the table has no header row.
         rows: Data rows that render to text, in order.
         header_end: End of the header rows' markup (``start`` when there is none).
+        title_start: First character of the title paragraph before the table (``start``
+            when the title is the caption or there is none).
     """
 
     kind: str
@@ -92,6 +94,7 @@ class Table:
     headers: tuple[str, ...]
     rows: tuple[TableRow, ...]
     header_end: int
+    title_start: int
 
     @property
     def header_line(self) -> str:
@@ -245,7 +248,7 @@ def _drop_common_prefix(headers: list[str]) -> list[str]:
     return [" ".join(h.split()[n:]) for h in headers] if n else headers
 
 
-def _build(raw: RawTable, title: str) -> Table:
+def _build(raw: RawTable, title: str, title_start: int) -> Table:
     rows = raw.rows
     heads, datas = _grid(rows)
     keep_rows = [i for i, h in enumerate(heads) if any(h)]
@@ -285,42 +288,49 @@ def _build(raw: RawTable, title: str) -> Table:
         if text:
             body.append(TableRow(row.start, row.end, text))
     header_end = kept[n_head - 1].end if n_head else raw.start
-    return Table(raw.kind, raw.start, raw.end, raw.caption, raw.caption or title, headers, tuple(body), header_end)
+    title, title_start = (raw.caption, raw.start) if raw.caption or not title else (title, title_start)
+    return Table(raw.kind, raw.start, raw.end, raw.caption, title, headers, tuple(body), header_end, title_start)
 
 
-def _title_before(text: str, lo: int, hi: int, md: MarkdownIt) -> str:
-    """Return the short paragraph just before a table (its title), ``""`` if it is prose.
+def _title_before(text: str, lo: int, hi: int, md: MarkdownIt) -> tuple[str, int]:
+    """Return the short paragraph just before a table (its title) and where it starts.
 
-    A units line such as ``(in millions)`` (at most 6 words) takes the short paragraph
-    above it too: ``CONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)``.
+    ``("", hi)`` when the paragraph before the table is prose (over 3 lines or 30 words). A
+    units line such as ``(in millions)`` (at most 6 words) takes the short paragraph above it
+    too: ``CONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)``. A heading ends the search.
     """
-    picked: list[str] = []
+    lines: list[tuple[int, str]] = []
+    pos = lo
+    for line in text[lo:hi].split("\n"):
+        lines.append((pos, line))
+        pos += len(line) + 1
+    picked: list[tuple[int, str]] = []
     gap = False
-    for line in reversed(text[lo:hi].split("\n")):
+    for at, line in reversed(lines):
         s = line.strip()
         if _COMMENT_LINE.match(s):  # page markers and other comments are transparent
             continue
         if not s:
             gap = bool(picked)
             continue
-        if s.startswith("|") or (gap and len(" ".join(picked).split()) > _UNITS_MAX_WORDS):
+        if s.startswith("|") or (gap and len(" ".join(x for _, x in picked).split()) > _UNITS_MAX_WORDS):
             break
         if len(picked) == _TITLE_MAX_LINES:
             if not gap:
-                return ""  # a long paragraph: prose, not a title
+                return "", hi  # a long paragraph: prose, not a title
             break
-        if _HEADING_MARK.match(s):  # a heading ends the search; it is the title if nothing is yet
+        if _HEADING_MARK.match(s):  # a heading is the title only when nothing is picked yet
             if not picked:
-                picked.append(s)
+                picked.append((at, s))
             break
-        picked.append(s)
+        picked.append((at, s))
         gap = False
     if not picked:
-        return ""
-    source = _HEADING_MARK.sub("", " ".join(reversed(picked)))
+        return "", hi
+    source = _HEADING_MARK.sub("", " ".join(x for _, x in reversed(picked)))
     tokens = md.parseInline(source)
     title = inline_text(tokens[0]) if tokens else ""
-    return title if 0 < len(title.split()) <= _TITLE_MAX_WORDS else ""
+    return (title, picked[-1][0]) if 0 < len(title.split()) <= _TITLE_MAX_WORDS else ("", hi)
 
 
 def markdown_parser() -> MarkdownIt:
@@ -343,9 +353,9 @@ def find_tables(text: str, md: MarkdownIt | None = None) -> tuple[Table, ...]:
         it). Offsets are 0-based, half-open, into ``text``. Tables in fenced code are skipped.
 
     Example:
-        >>> t = find_tables("| Item | 2022 |\n|---|---|\n| Cash | $ 5 |\n")[0]
+        >>> t = find_tables("| Item | 2023 | 2022 |\n|---|--:|--:|\n| Cash | $ 5 | $ 4 |\n")[0]
         >>> t.text
-        'Item | 2022\nCash: 2022 $ 5'
+        'Item | 2023 | 2022\nCash: 2023 $ 5; 2022 $ 4'
     """
     has_html = "<table" in text.lower()
     if not has_html and "|" not in text:
@@ -360,8 +370,8 @@ def find_tables(text: str, md: MarkdownIt | None = None) -> tuple[Table, ...]:
     out: list[Table] = []
     prev_end = 0
     for raw in raws:
-        title = "" if raw.caption else _title_before(text, prev_end, raw.start, md)
-        out.append(_build(raw, title))
+        title, title_start = ("", raw.start) if raw.caption else _title_before(text, prev_end, raw.start, md)
+        out.append(_build(raw, title, title_start))
         prev_end = raw.end
     return tuple(out)
 

@@ -247,3 +247,26 @@ def test_embedded_text_of_plain_prose_is_the_source():
     text = "Some prose.\n\nMore prose | with a pipe.\n"
     e = EmbeddedText(text)
     assert e.text == text and e.source_span(0, len(text)) == (0, len(text))
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    import proxypointer.datauri
+    import proxypointer.embedtext
+    import proxypointer.tables
+
+    for module in (proxypointer.tables, proxypointer.embedtext, proxypointer.datauri):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_title_paragraph_opens_the_table_paragraph(tenk):
+    source = section(tenk, "CONSOLIDATED STATEMENTS OF CASH FLOWS")
+    e = EmbeddedText(source)
+    assert "HARBORLIGHT SYSTEMS, INC.\n(in millions)\n2023 | 2022 | 2021\nOperating activities\n" in e.text
+    a = e.text.index("HARBORLIGHT")
+    b = e.text.index("Operating activities") + len("Operating activities")
+    s, t = e.source_span(a, b)
+    assert source[s:t].startswith("HARBORLIGHT SYSTEMS, INC.\n\n(in millions)\n\n<table><tr><th></th>")
+    assert source[s:t].endswith("<em>Operating activities</em></td></tr>")
