@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .datauri import image_placeholder, replace_data_uris
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 __all__ = [
@@ -252,7 +253,8 @@ def inline_text(token: Token) -> str:
     return clean_text("".join(out))
 
 
-def pipe_tables(tokens: list[Token], text: str, starts: list[int]) -> list[RawTable]:
+def pipe_tables(tokens: list[Token], text: str, starts: list[int], md: MarkdownIt) -> list[RawTable]:
+    """Pipe tables of ``text`` from markdown-it block tokens (inline content parsed here, per cell)."""
     def line_end(i: int) -> int:
         return starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
 
@@ -276,7 +278,8 @@ def pipe_tables(tokens: list[Token], text: str, starts: list[int]) -> list[RawTa
         elif t in ("th_open", "td_open"):
             th = t == "th_open"
         elif t == "inline" and row is not None:
-            row.cells.append(Cell(inline_text(tok), th=th))
+            inline = tok if tok.children else md.parseInline(tok.content)[0]
+            row.cells.append(Cell(inline_text(inline), th=th))
         elif t == "tr_close" and row is not None:
             table.rows.append(row)
             row = None

@@ -33,6 +33,7 @@ from ._tableparse import RawTable, Row, html_tables, inline_text, line_starts, m
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 __all__ = ["Table", "TableRow", "find_tables", "markdown_parser", "render_tables"]
 
@@ -361,9 +362,10 @@ def find_tables(text: str, md: MarkdownIt | None = None) -> tuple[Table, ...]:
     if not has_html and "|" not in text:
         return ()
     md = md or markdown_parser()
-    tokens = md.parse(text)
+    tokens: list[Token] = []
+    md.block.parse(text, md, {}, tokens)  # block structure only: inline parsing is per cell
     starts = line_starts(text)
-    pipes = pipe_tables(tokens, text, starts) if "|" in text else []
+    pipes = pipe_tables(tokens, text, starts, md) if "|" in text else []
     htmls = html_tables(mask_fences(text, tokens, starts)) if has_html else []
     raws = htmls + [p for p in pipes if not any(h.start < p.end and p.start < h.end for h in htmls)]
     raws.sort(key=lambda r: r.start)
