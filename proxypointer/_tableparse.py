@@ -141,6 +141,8 @@ class HtmlTableParser(HTMLParser):
     def _close_row(self, end: int) -> None:
         self._close_cell()
         if self.row is not None and self.table is not None:
+            while end > self.row.start and self.text[end - 1].isspace():  # an implied </tr>
+                end -= 1
             self.row.end = end
             self.table.rows.append(self.row)
         self.row = None
@@ -221,7 +223,7 @@ class HtmlTableParser(HTMLParser):
     def finish(self) -> list[RawTable]:
         self.close()
         if self.table is not None:  # unclosed <table>: it runs to the end of the text
-            self._finish(len(self.text))
+            self._finish(len(self.text.rstrip()))
         return self.found
 
 

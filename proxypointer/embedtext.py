@@ -123,7 +123,8 @@ class EmbeddedText:
     def _build(self, parts: list[str]) -> None:
         pos = 0
         for t in self.tables:
-            lines = [(x, t.start, t.header_end if t.rows else t.end) for x in t.lead_lines]
+            lead_end = t.header_end if t.header_end > t.start else t.rows[0].start if t.rows else t.end
+            lines = [(x, t.start, lead_end) for x in t.lead_lines]
             lines += [(r.text, r.start, r.end) for r in t.rows]
             if not lines:
                 self._prose(parts, pos, t.start)
@@ -153,15 +154,19 @@ class EmbeddedText:
             end: Exclusive end offset into :attr:`text`; ``end > start``.
 
         Returns:
-            ``(s_start, s_end)``, 0-based half-open offsets into :attr:`source`; a piece that
-            touches a rendered table row or a placeholder covers that row's (or URI's) whole
-            source.
+            ``(s_start, s_end)``, 0-based half-open offsets into :attr:`source`, without
+            surrounding whitespace; a piece that touches a rendered table row or a placeholder
+            covers that row's (or URI's) whole source.
         """
         seg = self._segments[bisect.bisect_right(self._r_starts, start) - 1]
         s = seg.s_start if seg.atomic else seg.s_start + (start - seg.r_start)
         seg = self._segments[bisect.bisect_right(self._r_starts, end - 1) - 1]
         e = seg.s_end if seg.atomic else seg.s_start + (end - seg.r_start)
-        return s, max(s, e)
+        while e > s and self.source[e - 1].isspace():
+            e -= 1
+        while s < e and self.source[s].isspace():
+            s += 1
+        return s, e
 
     def context_at(self, start: int) -> str:
         """Return what to repeat before a piece that starts at ``text[start]`` (``""``: nothing).
