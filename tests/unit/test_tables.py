@@ -246,7 +246,7 @@ def test_embedded_text_context_repeats_title_and_headers(tenk):
 def test_embedded_text_of_plain_prose_is_the_source():
     text = "Some prose.\n\nMore prose | with a pipe.\n"
     e = EmbeddedText(text)
-    assert e.text == text and e.source_span(0, len(text)) == (0, len(text))
+    assert e.text == text and e.source_span(0, len(text)) == (0, len(text.rstrip()))
 
 
 def test_docstring_examples_hold():
