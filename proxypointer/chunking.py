@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 from .config import ChunkingConfig
 from .embedtext import EmbeddedText
+from .errors import DocumentError
 from .tables import markdown_parser
+from .titles import is_noise_title, normalise_title
 from .tokenizer import TokenCounter
 from .tree import DocumentTree, Node, split_lines
 
@@ -108,32 +110,6 @@ def document_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_NUMBER_PREFIX = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlcdm]+\.|[a-z]\.)\s+", re.IGNORECASE)
-_MARKUP = re.compile(r"[*_`~]+|</?[a-z][^>]*>", re.IGNORECASE)
-
-
-def normalise_title(title: str) -> str:
-    """Normalise a heading title for noise matching.
-
-    Drops inline markup (``*``, ``_``, backticks, HTML tags), a leading section number
-    (``9``, ``2.1``, ``3.``, ``IV.``, ``A.``), case (casefold), surrounding spaces and trailing
-    punctuation. Rule from shared case 29.
-
-    Example:
-        >>> normalise_title("9. **REFERENCES**:")
-        'references'
-    """
-    t = _MARKUP.sub("", title).strip()
-    t = _NUMBER_PREFIX.sub("", t)
-    t = re.sub(r"\s+", " ", t).casefold().strip()
-    return t.rstrip(" .:;,-").strip()
-
-
-def is_noise_title(title: str, noise_titles: tuple[str, ...]) -> bool:
-    """Tell whether the normalised title *equals* one of ``noise_titles`` (never a substring)."""
-    return normalise_title(title) in {normalise_title(n) for n in noise_titles}
-
-
 def breadcrumb_text(breadcrumb: tuple[str, ...], separator: str = " > ") -> str:
     """Format the breadcrumb line prepended to chunk text, e.g. ``[Handbook > Leave > Sick leave]``."""
     return "[" + separator.join(breadcrumb) + "]" if breadcrumb else ""
@@ -180,7 +156,10 @@ def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
         if at == -1:  # pragma: no cover - pieces are substrings by construction
             at = text.find(piece)
         if at == -1:
-            raise ValueError("chunk text is not a substring of its node")
+            raise DocumentError(
+                "chunk text is not a substring of its node; the text splitter changed the text "
+                "(a bug: please report it with the document)"
+            )
         spans.append((at, at + len(piece)))
         cursor = at + 1
     return spans

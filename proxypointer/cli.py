@@ -35,6 +35,14 @@ def _add_tree_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level"
     )
+    g.add_argument(
+        "--drop-row-headings",
+        action="store_true",
+        help="headings that read like table rows or page furniture are not sections",
+    )
+    g.add_argument(
+        "--relevel-filing", action="store_true", help="10-K/10-Q: nest ITEM under PART, Note N under the notes heading"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
-    p.add_argument("--check", action="store_true", help="report trees that look wrong before indexing")
+    p.add_argument(
+        "--check", action="store_true", help="report trees that look wrong before indexing (exit 1 on a warning)"
+    )
     p.add_argument(
         "--refs",
         action="store_true",
@@ -170,6 +180,8 @@ def _config(args: argparse.Namespace):
         "numbered_headings": getattr(args, "numbered_headings", False),
         "html_headings": getattr(args, "html_headings", False),
         "relevel_numbered": getattr(args, "relevel_numbered", False),
+        "drop_row_headings": getattr(args, "drop_row_headings", False),
+        "relevel_filing": getattr(args, "relevel_filing", False),
     }
     on = {k: True for k, v in flags.items() if v}
     if on:
@@ -306,12 +318,13 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         if args.check:
             from .treecheck import check_tree
 
-            warnings = check_tree(tree, split_lines(text))
-            for w in warnings:
-                print(f"{f}:{w.line}: {w.code}: {w.message}")
-            if not warnings:
+            findings = check_tree(tree, split_lines(text))
+            for w in findings:
+                print(w.format(f))
+            n_warnings = sum(1 for w in findings if w.severity == "warning")
+            if not n_warnings:
                 print(f"{f}: ok ({len(tree.nodes)} nodes)")
-            status = status or (1 if warnings else 0)
+            status = status or (1 if n_warnings else 0)
             continue
         if args.refs:
             _print_refs(f, tree, split_lines(text), args.json)

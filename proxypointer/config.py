@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: Section titles that are not embedded, compared after normalisation (see
-#: ``chunking.normalise_title``). Source: the design brief and shared case 29.
+#: ``titles.normalise_title``). Source: the design brief and shared case 29.
 DEFAULT_NOISE_TITLES: tuple[str, ...] = (
     "abbreviations",
     "acknowledgements",
@@ -61,12 +61,20 @@ class TreeConfig:
         html_headings: Treat lines that are one ``<h1>``..``<h6>`` element as headings.
         relevel_numbered: When every heading has one level but numbering (``3``, ``3.1``,
             ``Item 7``) shows nesting, take the level from the numbering.
+        drop_row_headings: Headings that read like table rows or page furniture
+            (``###### 4,867,457 $ 133.54``, ``###### 2021 FORM 10-K 30``) are not sections
+            (rule: ``titles.is_row_or_furniture``; PDF converter output).
+        relevel_filing: Re-level SEC filings from their labels: ``PART II`` > ``ITEM 7.`` >
+            ``Notes to ... Financial Statements`` > ``Note 14``, other headings under the
+            label before them (``_converter.relevel_filing``).
     """
 
     bold_headings: bool = False
     numbered_headings: bool = False
     html_headings: bool = False
     relevel_numbered: bool = False
+    drop_row_headings: bool = False
+    relevel_filing: bool = False
 
 
 @dataclass(frozen=True, slots=True)

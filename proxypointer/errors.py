@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DocumentError",
+    "LLMError",
     "LockError",
     "MissingDependencyError",
     "ProxyPointerError",
@@ -43,3 +44,7 @@ class StaleSourceError(ProxyPointerError):
 
 class MissingDependencyError(ProxyPointerError, ImportError):
     """An optional package is absent; the message names what to install."""
+
+
+class LLMError(ProxyPointerError):
+    """The chat endpoint failed: unreachable, timed out, refused, or sent a malformed reply."""
