@@ -853,29 +853,31 @@ def _breadcrumb(doc_title: str, nodes: list[dict[str, Any]], node_id: str) -> li
 def _fit_lines(lines: Sequence[str], budget: int, tokenizer: Any) -> tuple[int, int]:
     """How many leading lines fit ``budget`` word pieces together, and their word pieces.
 
-    Counted line by line (a newline adds no word piece for a BERT tokenizer), then checked on
-    the joined text, dropping lines while it is over (other tokenizers).
+    One count when everything fits; otherwise a binary search over prefixes (the word pieces
+    of a prefix never decrease as lines are added), bounded by the first prefix with more
+    whitespace-separated words than ``budget`` (each word gives at least one word piece), so
+    a long section costs a few counts of about ``budget`` tokens each.
     """
-    count_batch = getattr(tokenizer, "count_batch", None)
-    used = n = 0
-    step = 64
-    for i in range(0, len(lines), step):
-        part = list(lines[i : i + step])
-        counts = count_batch(part) if count_batch is not None else [tokenizer.count(x) for x in part]
-        for c in counts:
-            if used + c > budget:
-                break
-            used += c
-            n += 1
-        else:
-            continue
-        break
-    while n:
-        used = tokenizer.count("\n".join(lines[:n]))
-        if used <= budget:
+    if not lines or budget <= 0:
+        return 0, 0
+    total = tokenizer.count("\n".join(lines))
+    if total <= budget:
+        return len(lines), total
+    words = hi = 0
+    while hi < len(lines) - 1:
+        words += len(lines[hi].split())
+        if words > budget:
             break
-        n -= 1
-    return n, (used if n else 0)
+        hi += 1
+    lo, used = 0, 0  # count(lines[:lo]) <= budget; the answer lies in lo..hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        n_tok = tokenizer.count("\n".join(lines[:mid]))
+        if n_tok <= budget:
+            lo, used = mid, n_tok
+        else:
+            hi = mid - 1
+    return lo, used
 
 
 def _budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, Any], int]:
