@@ -356,3 +356,18 @@ def test_importing_proxypointer_and_help_load_no_server_packages():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("blocked", "run", "extra"), [("fastapi", "run_http", "server"), ("mcp", "run_mcp", "mcp")])
+def test_a_missing_extra_is_named(blocked, run, extra):
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None\n"
+        "from proxypointer.errors import MissingDependencyError\n"
+        f"from proxypointer.serve import {run}\n"
+        "try:\n"
+        f"    {run}(None)\n"
+        "except MissingDependencyError as err:\n"
+        "    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert f"proxypointer[{extra}]" in out and blocked in out
