@@ -9,9 +9,10 @@ tokenizer at a line boundary, each with its citation ``<doc_id><suffix>#L<start>
 Threads: one :class:`Service` serves many requests at once. What the library does that is not
 safe to share between threads is kept apart here:
 
-* ``SentenceTransformerEmbedder.encode_query`` sets torch's process-wide thread count around
-  each forward pass and keeps an unlocked LRU; :class:`SharedEmbedder` serialises query
-  encoding (one model, loaded once, shared by every thread).
+* ``SentenceTransformerEmbedder.encode_query`` keeps an unlocked LRU of query vectors, builds
+  its model and traced encoder on first use, and saves and restores torch's thread count
+  around each forward pass; :class:`SharedEmbedder` serialises query encoding (one model,
+  loaded once, shared by every thread).
 * ``Registry`` holds one SQLite connection and ``Retriever`` keeps unlocked caches: each
   worker thread borrows its own ``Index`` and ``Retriever`` from a pool of ``serve.threads``.
 * An embedded Chroma store is one in-memory system per folder and process, shared by every
@@ -142,9 +143,15 @@ class SharedEmbedder:
     """One embedding model shared by the server's threads; query encoding is serialised.
 
     ``SentenceTransformerEmbedder.encode_query`` is not safe to call from two threads at once:
-    it sets torch's process-wide intra-op thread count and restores it afterwards (two calls
-    interleaved restore each other's value), and its query cache is an unlocked LRU. A query
-    forward pass takes ~13-20 ms on one core here (docs/benchmarks.md), so a lock costs little.
+    its query cache is an unlocked ``OrderedDict`` LRU (``get`` then ``move_to_end`` raises
+    KeyError when another thread evicts the key in between); the model and the traced encoder
+    are built on first use (twice when two first queries arrive together); and it saves and
+    restores torch's intra-op thread count around each pass (with torch's OpenMP build the
+    setting is per thread and the default for threads created later, so interleaved calls
+    leave that default at whichever value was restored last). The traced TorchScript module
+    itself ran from 8 threads at once with the sequential results (a test run without this
+    lock), so only the Python around it needs the lock. A query forward pass takes ~13-20 ms
+    on one core here (docs/benchmarks.md); serialising it caps query embedding at one core.
     Batch ``encode`` (ingest, under the store's write lock) is passed through unlocked.
 
     Args:
