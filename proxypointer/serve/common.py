@@ -4,21 +4,22 @@ Every request is validated and limited here (``serve`` section of the config), s
 tools and the HTTP routes are thin adapters with the same behaviour. Texts are the stored
 source lines of the live version of a document (read by its content hash from the registry,
 never from a path in the request), cut to a budget in word pieces of the embedding model's
-tokenizer at a line boundary, each with its citation ``<doc_id><suffix>#L<start>-L<end>``.
+tokenizer at a line boundary (:mod:`.texts`), each with its citation
+``<doc_id><suffix>#L<start>-L<end>``. Refusals are :mod:`.errors`.
 
 Threads: one :class:`Service` serves many requests at once. What the library does that is not
-safe to share between threads is kept apart here:
+safe to share between threads is kept apart (:mod:`.concurrency`):
 
 * ``SentenceTransformerEmbedder.encode_query`` keeps an unlocked LRU of query vectors, builds
   its model and traced encoder on first use, and saves and restores torch's thread count
-  around each forward pass; :class:`SharedEmbedder` serialises query encoding (one model,
-  loaded once, shared by every thread).
+  around each forward pass: a :class:`~.concurrency.SharedEmbedder` serialises query
+  encoding (one model, loaded once, shared by every thread).
 * ``Registry`` holds one SQLite connection and ``Retriever`` keeps unlocked caches: each
   worker thread borrows its own ``Index`` and ``Retriever`` from a pool of ``serve.threads``.
 * An embedded Chroma store is one in-memory system per folder and process, shared by every
   client; a client opened after another process wrote still searches the old HNSW index until
   *every* client of that folder in the process has been closed, and chromadb opens and closes
-  clients without a lock. Clients are opened and closed under one lock here, and when the
+  clients without a lock. Clients are opened and closed under one lock, and when the
   registry's generation moves (another process wrote) the next request closes them all
   while no request runs, so the system reloads from disk.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import queue
 import threading
@@ -42,24 +42,16 @@ from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
 from ..embedding import Embedder, SentenceTransformerEmbedder
-from ..errors import LockError, ProxyPointerError, StaleSourceError
-from ..pipeline import Index, discover
+from ..errors import StaleSourceError
+from ..pipeline import discover
 from ..registry import DocumentRecord
-from ..retrieval import Retriever, Section
-from ..store import ChromaStore
+from ..retrieval import Retriever
 from ..tree import slice_lines, split_lines
+from .concurrency import CHROMA_LOCK, Gate, ServedIndex, SharedEmbedder
+from .errors import BadRequest, Forbidden, NotFound, WriteBusy, int_arg, text_arg
+from .texts import breadcrumb, budgeted, depths, fit_lines, parse_tree
 
-__all__ = [
-    "BadRequest",
-    "Forbidden",
-    "MAX_LIST",
-    "NotFound",
-    "ServeError",
-    "Service",
-    "SharedEmbedder",
-    "WriteBusy",
-    "status_of",
-]
+__all__ = ["MAX_DOC_IDS", "MAX_ID_CHARS", "MAX_INGEST_PATHS", "MAX_LIST", "Service"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,184 +65,15 @@ MAX_ID_CHARS = 1024
 MAX_DOC_IDS = 200
 #: Most paths one ``POST /ingest`` may name.
 MAX_INGEST_PATHS = 100
-#: Section fields of ``Section.to_dict()`` left out of search results: the best chunk's text
-#: repeats part of ``text``, and the ``delivered_*`` fields belong to ``Retriever.assemble``.
-_DROPPED_FIELDS = ("chunk_text", "delivered_start_line", "delivered_end_line", "delivered_text", "delivered_tokens")
 #: Stored sources kept in memory, by content hash (immutable, so never stale).
 _SOURCE_CACHE = 32
-#: Order of the fields of one node in the registry's tree JSON (``registry.tree_to_json``).
-_TREE_FIELDS = (
-    "node_id",
-    "title",
-    "level",
-    "start_line",
-    "end_line",
-    "body_start_line",
-    "body_end_line",
-    "parent_id",
-    "kind",
-    "md_level",
-)
-
-
-class ServeError(ProxyPointerError):
-    """A request the service refuses; ``status`` is the HTTP status it maps to."""
-
-    status = 500
-
-
-class BadRequest(ServeError, ValueError):
-    """A request argument is missing, of the wrong type or out of its limits (HTTP 400)."""
-
-    status = 400
-
-
-class Forbidden(ServeError):
-    """The server does not allow this request (read-only, or a path outside the roots; HTTP 403)."""
-
-    status = 403
-
-
-class NotFound(ServeError, LookupError):
-    """No live document or node with this id (HTTP 404)."""
-
-    status = 404
-
-
-class WriteBusy(ServeError):
-    """Another write is running in this server (HTTP 409)."""
-
-    status = 409
-
-
-def status_of(err: ProxyPointerError) -> int:
-    """HTTP status for an error.
-
-    Returns:
-        The ``ServeError``'s own status, 409 for the store's write lock (``LockError``), 503 for
-        a document that changed under the request (``StaleSourceError``), 500 otherwise.
-    """
-    if isinstance(err, ServeError):
-        return err.status
-    if isinstance(err, LockError):
-        return 409
-    if isinstance(err, StaleSourceError):
-        return 503
-    return 500
-
-
-class SharedEmbedder:
-    """One embedding model shared by the server's threads; query encoding is serialised.
-
-    ``SentenceTransformerEmbedder.encode_query`` is not safe to call from two threads at once:
-    its query cache is an unlocked ``OrderedDict`` LRU (``get`` then ``move_to_end`` raises
-    KeyError when another thread evicts the key in between); the model and the traced encoder
-    are built on first use (twice when two first queries arrive together); and it saves and
-    restores torch's intra-op thread count around each pass (with torch's OpenMP build the
-    setting is per thread and the default for threads created later, so interleaved calls
-    leave that default at whichever value was restored last). The traced TorchScript module
-    itself ran from 8 threads at once with the sequential results (a test run without this
-    lock), so only the Python around it needs the lock. A query forward pass takes ~13-20 ms
-    on one core here (docs/benchmarks.md); serialising it caps query embedding at one core.
-    Batch ``encode`` (ingest, under the store's write lock) is passed through unlocked.
-
-    Args:
-        embedder: The model to share.
-    """
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.inner = embedder
-        self.name = embedder.name
-        self._query_lock = threading.Lock()
-
-    @property
-    def tokenizer(self) -> Any:
-        """The model's tokenizer (counting word pieces is safe from any thread)."""
-        return self.inner.tokenizer
-
-    def encode(self, texts: list[str], *args: Any, **kwargs: Any) -> Any:
-        """Embed texts (see ``Embedder.encode``); float32 ``(len(texts), dim)``, rows L2-normalised."""
-        return self.inner.encode(texts, *args, **kwargs)
-
-    def encode_query(self, query: str) -> Any:
-        """Embed one query, one thread at a time; float32 ``(dim,)``, L2-normalised."""
-        with self._query_lock:
-            encode = getattr(self.inner, "encode_query", None)
-            return encode(query) if encode is not None else self.inner.encode([query])[0]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-#: Held while any Chroma client of this process is opened or closed (chromadb creates its
-#: per-folder system without a lock, so two threads opening at once could create two).
-_CHROMA_LOCK = threading.RLock()
-
-
-class _ServedIndex(Index):
-    """An ``Index`` whose Chroma client is opened and closed only under :data:`_CHROMA_LOCK`."""
-
-    @property
-    def store(self) -> ChromaStore:
-        """The Chroma adapter, opened now (``Index.store`` reopens it after another writer)."""
-        with _CHROMA_LOCK:
-            store = super().store
-            store.collection  # noqa: B018 - open the client here, under the lock
-            return store
-
-    def close(self) -> None:
-        """Close the registry connection and the Chroma client (reopened on next use)."""
-        with _CHROMA_LOCK:
-            super().close()
-
-
-class _Gate:
-    """Readers-writer lock: requests share it; closing every Chroma client takes it alone.
-
-    Writer-preferring: once a reload waits, new requests wait behind it.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._active = 0
-        self._waiting = 0
-        self._exclusive = False
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._cond:
-            while self._exclusive or self._waiting:
-                self._cond.wait()
-            self._active += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._active -= 1
-                if not self._active:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting += 1
-            while self._exclusive or self._active:
-                self._cond.wait()
-            self._waiting -= 1
-            self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
 
 
 @dataclass(slots=True)
 class _Reader:
     """What one request uses: its own registry connection, Chroma client and retriever caches."""
 
-    index: _ServedIndex
+    index: ServedIndex
     retriever: Retriever
 
 
@@ -308,14 +131,14 @@ class Service:
         self._readers: list[_Reader] = []
         self._pool: queue.Queue[_Reader] = queue.Queue()
         for _ in range(n):
-            index = _ServedIndex(self.root, self.config, self.embedder)
+            index = ServedIndex(self.root, self.config, self.embedder)
             reader = _Reader(index, Retriever(index))
             self._readers.append(reader)
             self._pool.put(reader)
-        self._writer = _ServedIndex(self.root, self.config, self.embedder) if allow_write else None
+        self._writer = ServedIndex(self.root, self.config, self.embedder) if allow_write else None
         self._write_lock = threading.Lock()
-        self._gate = _Gate()
-        self._probe = _ServedIndex(self.root, self.config, self.embedder)  # registry generation only
+        self._gate = Gate()
+        self._probe = ServedIndex(self.root, self.config, self.embedder)  # registry generation only
         self._probe_lock = threading.Lock()
         self._loaded_generation = -1
         self._sources: OrderedDict[str, list[str]] = OrderedDict()  # doc_hash -> lines; bounded, locked
@@ -400,7 +223,7 @@ class Service:
                     generation = self._probe.registry.generation()
                 if generation != self._loaded_generation:
                     logger.info("the index changed (generation %d); reopening Chroma", generation)
-                    with _CHROMA_LOCK:
+                    with CHROMA_LOCK:
                         for reader in self._readers:
                             reader.index.close()
                         if self._writer is not None:
@@ -442,7 +265,7 @@ class Service:
                 continue  # replaced and pruned meanwhile: read the new version
             again = reg.get(doc_id)
             if again is not None and _version_key(again) == _version_key(rec):
-                return _Snapshot(rec, _parse_tree(tree), lines)
+                return _Snapshot(rec, parse_tree(tree), lines)
         raise StaleSourceError(f"doc_id {doc_id!r}: the document kept changing during the request; try again")
 
     # -- read API -------------------------------------------------------------------------
@@ -479,10 +302,10 @@ class Service:
             BadRequest: On an empty or too long query, k or max_tokens out of range.
             NotFound: If a doc_id is not in the index.
         """
-        query = _text_arg("query", query, self.limits.max_query_chars)
+        query = text_arg("query", query, self.limits.max_query_chars)
         if not query.strip():
             raise BadRequest("query: must not be empty")
-        k = self.config.retrieval.k if k is None else _int_arg("k", k, 1, self.limits.max_k)
+        k = self.config.retrieval.k if k is None else int_arg("k", k, 1, self.limits.max_k)
         budget = self._budget(max_tokens)
         ids = None
         if doc_ids is not None:
@@ -490,9 +313,9 @@ class Service:
                 raise BadRequest("doc_ids: expected a list of doc_id strings")
             if len(doc_ids) > MAX_DOC_IDS:
                 raise BadRequest(f"doc_ids: at most {MAX_DOC_IDS} ids, got {len(doc_ids)}")
-            ids = [_text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids] or None
+            ids = [text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids] or None
         if prefix is not None:
-            prefix = _text_arg("prefix", prefix, MAX_ID_CHARS)
+            prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
         with self._reader() as reader:
             if ids:
                 known = reader.index.registry.live_versions(ids)
@@ -503,7 +326,7 @@ class Service:
         tokenizer = self.embedder.tokenizer
         out, used = [], 0
         for s in sections:
-            item, n_tok = _budgeted(s, budget - used, tokenizer)
+            item, n_tok = budgeted(s, budget - used, tokenizer)
             used += n_tok
             out.append(item)
         return {"query": query, "k": k, "max_tokens": budget, "tokens": used, "sections": out}
@@ -526,9 +349,9 @@ class Service:
             BadRequest: On a bad prefix, offset or limit.
         """
         if prefix is not None:
-            prefix = _text_arg("prefix", prefix, MAX_ID_CHARS)
-        offset = _int_arg("offset", offset, 0)
-        limit = _int_arg("limit", limit, 1, MAX_LIST)
+            prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
+        offset = int_arg("offset", offset, 0)
+        limit = int_arg("limit", limit, 1, MAX_LIST)
         with self._reader() as reader:
             records = [r for r in reader.index.registry.documents() if r.version]
         if prefix:
@@ -572,18 +395,18 @@ class Service:
             BadRequest: On a bad doc_id or depth.
             NotFound: If the document is not in the index.
         """
-        doc_id = _text_arg("doc_id", doc_id, MAX_ID_CHARS)
+        doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
         if depth is not None:
-            depth = _int_arg("depth", depth, 1, 64)
+            depth = int_arg("depth", depth, 1, 64)
         with self._reader() as reader:
             snap = self._snapshot(reader, doc_id)
-        depths = _depths(snap.nodes)
+        node_depths = depths(snap.nodes)
         nodes = [
             {
                 "node_id": n["node_id"],
                 "title": n["title"],
                 "level": n["level"],
-                "depth": depths[n["node_id"]],
+                "depth": node_depths[n["node_id"]],
                 "start_line": n["start_line"],
                 "end_line": n["end_line"],
                 "parent_id": n["parent_id"],
@@ -591,7 +414,7 @@ class Service:
                 "citation": snap.citation(n["start_line"], n["end_line"]),
             }
             for n in snap.nodes
-            if depth is None or depths[n["node_id"]] <= depth
+            if depth is None or node_depths[n["node_id"]] <= depth
         ]
         rec = snap.record
         return {
@@ -638,9 +461,9 @@ class Service:
                 than the budget.
             NotFound: If the document or node is not in the index.
         """
-        doc_id = _text_arg("doc_id", doc_id, MAX_ID_CHARS)
+        doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
         if node_id is not None:
-            node_id = _text_arg("node_id", node_id, MAX_ID_CHARS)
+            node_id = text_arg("node_id", node_id, MAX_ID_CHARS)
         budget = self._budget(max_tokens)
         with self._reader() as reader:
             snap = self._snapshot(reader, doc_id)
@@ -660,25 +483,25 @@ class Service:
             where = f"{doc_id!r} (lines 1-{hi})"
         if hi < lo:
             raise NotFound(f"{where}: has no lines")
-        first = lo if start_line is None else _int_arg("start_line", start_line, 1)
-        last = hi if end_line is None else _int_arg("end_line", end_line, 1)
+        first = lo if start_line is None else int_arg("start_line", start_line, 1)
+        last = hi if end_line is None else int_arg("end_line", end_line, 1)
         if not lo <= first <= last <= hi:
             raise BadRequest(f"lines {first}-{last}: expected 1-based lines with start <= end inside {where}")
         tokenizer = self.embedder.tokenizer
         wanted = snap.lines[first - 1 : last]
-        n_fit, n_tok = _fit_lines(wanted, budget, tokenizer)
+        n_fit, n_tok = fit_lines(wanted, budget, tokenizer)
         if n_fit == 0:
             raise BadRequest(
                 f"line {first} alone has {tokenizer.count(wanted[0])} word pieces, more than max_tokens={budget}; "
                 f"ask for more (at most {self.limits.max_tokens})"
             )
         end = first + n_fit - 1
-        breadcrumb = _breadcrumb(rec.title, snap.nodes, node_id) if node is not None else [rec.title]
+        crumbs = breadcrumb(rec.title, snap.nodes, node_id) if node is not None else [rec.title]
         return {
             "doc_id": rec.doc_id,
             "node_id": node_id,
             "title": node["title"] if node is not None else rec.title,
-            "breadcrumb": breadcrumb,
+            "breadcrumb": crumbs,
             "kind": node["kind"] if node is not None else "document",
             "level": node["level"] if node is not None else 0,
             "section_start_line": lo,
@@ -698,7 +521,7 @@ class Service:
         Raises:
             NotFound: If the document is not in the index.
         """
-        doc_id = _text_arg("doc_id", doc_id, MAX_ID_CHARS)
+        doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
         with self._reader() as reader:
             snap = self._snapshot(reader, doc_id)
         return "\n".join(snap.lines)
@@ -709,7 +532,7 @@ class Service:
 
     # -- write API ------------------------------------------------------------------------
     @contextmanager
-    def _writing(self) -> Iterator[_ServedIndex]:
+    def _writing(self) -> Iterator[ServedIndex]:
         if not self.allow_write or self._writer is None:
             raise Forbidden("this server is read-only; start it with --allow-write to ingest or delete")
         if not self._write_lock.acquire(timeout=self.config.store.lock_timeout_s):
@@ -753,7 +576,7 @@ class Service:
                 raise Forbidden("POST /ingest is off: the config names no serve.ingest_roots")
             targets = []
             for raw in paths:
-                p = Path(_text_arg("paths[]", raw, 4096)).expanduser()
+                p = Path(text_arg("paths[]", raw, 4096)).expanduser()
                 real = p.resolve()
                 if not any(real == r or real.is_relative_to(r) for r in roots):
                     raise Forbidden(f"{raw}: outside serve.ingest_roots; only files under them can be ingested")
@@ -781,7 +604,7 @@ class Service:
             WriteBusy: If another write of this server runs past ``store.lock_timeout_s``.
             LockError: If another process holds the store's write lock.
         """
-        doc_id = _text_arg("doc_id", doc_id, MAX_ID_CHARS)
+        doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
         with self._writing() as writer:
             removed = writer.delete([doc_id])
         if not removed:
@@ -792,112 +615,12 @@ class Service:
     def _budget(self, max_tokens: int | None) -> int:
         if max_tokens is None:
             return self.limits.default_max_tokens
-        return _int_arg("max_tokens", max_tokens, 1, self.limits.max_tokens)
+        return int_arg("max_tokens", max_tokens, 1, self.limits.max_tokens)
 
 
 def _version_key(rec: DocumentRecord) -> tuple[str, str, float]:
     return (rec.version, rec.doc_hash, rec.indexed_at)
 
 
-def _text_arg(name: str, value: Any, max_chars: int) -> str:
-    if not isinstance(value, str):
-        raise BadRequest(f"{name}: expected a string, got {type(value).__name__}")
-    if len(value) > max_chars:
-        raise BadRequest(f"{name}: at most {max_chars} characters, got {len(value)}")
-    if "\x00" in value:
-        raise BadRequest(f"{name}: must not contain NUL characters")
-    return value
-
-
-def _int_arg(name: str, value: Any, lo: int, hi: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise BadRequest(f"{name}: expected an integer, got {value!r}")
-    if value < lo or (hi is not None and value > hi):
-        raise BadRequest(
-            f"{name}: expected {lo}..{hi}, got {value}" if hi is not None else f"{name}: expected >= {lo}, got {value}"
-        )
-    return value
-
-
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-def _parse_tree(tree_json: str) -> list[dict[str, Any]]:
-    """Nodes of the registry's tree JSON (rows of :data:`_TREE_FIELDS`, or objects)."""
-    out = []
-    for row in json.loads(tree_json or "[]"):
-        node = dict(row) if isinstance(row, dict) else dict(zip(_TREE_FIELDS, row, strict=False))
-        node.setdefault("parent_id", "")
-        node.setdefault("kind", "heading")
-        node.setdefault("level", 0)
-        out.append(node)
-    return out
-
-
-def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
-    """Depth of each node: 1 at the top, parent's + 1 below (nodes come parents first)."""
-    depth: dict[str, int] = {}
-    for n in nodes:
-        depth[n["node_id"]] = depth.get(n["parent_id"], 0) + 1 if n["parent_id"] else 1
-    return depth
-
-
-def _breadcrumb(doc_title: str, nodes: list[dict[str, Any]], node_id: str) -> list[str]:
-    """Titles from the document title down to a node (as a ``breadcrumb: path`` chunk has)."""
-    by_id = {n["node_id"]: n for n in nodes}
-    path: list[str] = []
-    current = by_id.get(node_id)
-    if current is not None and current.get("kind") == "preamble":
-        return [doc_title]
-    while current is not None:
-        path.append(current["title"])
-        current = by_id.get(current["parent_id"]) if current["parent_id"] else None
-    path.reverse()
-    return path if path and path[0] == doc_title else [doc_title, *path]
-
-
-def _fit_lines(lines: Sequence[str], budget: int, tokenizer: Any) -> tuple[int, int]:
-    """How many leading lines fit ``budget`` word pieces together, and their word pieces.
-
-    One count when everything fits; otherwise a binary search over prefixes (the word pieces
-    of a prefix never decrease as lines are added), bounded by the first prefix with more
-    whitespace-separated words than ``budget`` (each word gives at least one word piece), so
-    a long section costs a few counts of about ``budget`` tokens each.
-    """
-    if not lines or budget <= 0:
-        return 0, 0
-    total = tokenizer.count("\n".join(lines))
-    if total <= budget:
-        return len(lines), total
-    words = hi = 0
-    while hi < len(lines) - 1:
-        words += len(lines[hi].split())
-        if words > budget:
-            break
-        hi += 1
-    lo, used = 0, 0  # count(lines[:lo]) <= budget; the answer lies in lo..hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        n_tok = tokenizer.count("\n".join(lines[:mid]))
-        if n_tok <= budget:
-            lo, used = mid, n_tok
-        else:
-            hi = mid - 1
-    return lo, used
-
-
-def _budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, Any], int]:
-    """Make a search result: ``Section.to_dict()`` with its text cut to ``budget`` word pieces."""
-    d = section.to_dict()
-    for key in _DROPPED_FIELDS:
-        d.pop(key, None)
-    lines = section.text.split("\n")
-    n, n_tok = _fit_lines(lines, budget, tokenizer) if budget > 0 else (0, 0)
-    whole = n == len(lines)
-    d["text"] = "\n".join(lines[:n])
-    d["text_end_line"] = section.start_line + n - 1
-    d["tokens"] = n_tok
-    d["truncated"] = not whole
-    d["next_start_line"] = None if whole else section.start_line + n
-    return d, n_tok

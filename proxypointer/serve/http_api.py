@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
 from ..errors import ProxyPointerError
-from .common import Service, status_of
+from .common import Service
+from .errors import status_of
 from .security import Guard, bearer_token, is_loopback
 
 __all__ = ["create_app", "run_http"]

@@ -28,7 +28,8 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import ProxyPointerError
-from .common import MAX_LIST, NotFound, Service
+from .common import MAX_LIST, Service
+from .errors import NotFound
 from .security import Guard, bearer_token, is_loopback
 
 __all__ = ["create_mcp_server", "run_mcp"]

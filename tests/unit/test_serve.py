@@ -15,15 +15,9 @@ from proxypointer.config import ProxyPointerConfig, ServeConfig
 from proxypointer.errors import LockError, StaleSourceError
 from proxypointer.pipeline import Index
 from proxypointer.retrieval import Retriever
-from proxypointer.serve.common import (
-    BadRequest,
-    Forbidden,
-    NotFound,
-    Service,
-    SharedEmbedder,
-    WriteBusy,
-    status_of,
-)
+from proxypointer.serve.common import Service
+from proxypointer.serve.concurrency import SharedEmbedder
+from proxypointer.serve.errors import BadRequest, Forbidden, NotFound, WriteBusy, status_of
 from proxypointer.tree import slice_lines, split_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -371,3 +365,14 @@ def test_a_missing_extra_is_named(blocked, run, extra):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert f"proxypointer[{extra}]" in out and blocked in out
+
+
+def test_fit_lines_takes_the_longest_prefix_within_the_budget(fake_embedder):
+    from proxypointer.serve.texts import fit_lines
+
+    tok = fake_embedder.tokenizer
+    lines = [f"Line {i}: " + "word-piece tokenisation of unbelievably long identifiers " * (i % 4) for i in range(60)]
+    for budget in (1, 3, 10, 57, 200, 1000, 10**6):
+        n, used = fit_lines(lines, budget, tok)
+        brute = max((m for m in range(len(lines) + 1) if tok.count("\n".join(lines[:m])) <= budget), default=0)
+        assert n == brute and used == (tok.count("\n".join(lines[:n])) if n else 0), budget
