@@ -1,4 +1,4 @@
-"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval``.
+"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval | serve``.
 
 A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
 1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
@@ -124,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
     _add_eval_parser(sub, common)
+    _add_serve_parser(sub, common)
     return parser
 
 
@@ -167,6 +168,29 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     p.add_argument("--cache", default=".proxypointer/eval-cache", metavar="DIR", help="folder of per-system stores")
     p.add_argument("--json", metavar="OUT", help="write results as JSON (and OUT's .md and .png beside it)")
     p.add_argument("--plot", metavar="PNG", help="write the budget plot here")
+
+
+def _add_serve_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    p = sub.add_parser(
+        "serve", parents=[common], help="serve the index to agents (MCP) and apps (HTTP API); docs/integrations.md"
+    )
+    kinds = p.add_subparsers(dest="serve_kind", required=True, metavar="KIND")
+    for kind, text in (
+        ("mcp", "MCP server (tools search, list_documents, get_structure, get_section); stdio by default"),
+        ("http", "REST API (POST /query, GET /documents, ...; OpenAPI at /docs)"),
+    ):
+        k = kinds.add_parser(kind, parents=[common], help=text, description=text)
+        if kind == "mcp":
+            k.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp instead of stdio")
+        k.add_argument("--host", help="address to bind (default: serve.host, 127.0.0.1; others need a bearer token)")
+        k.add_argument("--port", type=int, help="TCP port (default: serve.port, 8765)")
+        if kind == "http":
+            k.add_argument(
+                "--allow-write",
+                action="store_true",
+                help="accept POST /ingest (files under serve.ingest_roots) and DELETE /documents/{doc_id}",
+            )
+        _add_store_args(k)
 
 
 def _config(args: argparse.Namespace):
@@ -502,6 +526,25 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import run_http, run_mcp
+    from .serve.common import Service
+
+    service = Service(args.store, _config(args), allow_write=getattr(args, "allow_write", False))
+
+    def ready(line: str) -> None:
+        print(f"proxypointer: {line}", file=sys.stderr, flush=True)
+
+    try:
+        if args.serve_kind == "mcp":
+            run_mcp(service, http=args.http, host=args.host, port=args.port, ready=ready)
+        else:
+            run_http(service, host=args.host, port=args.port, ready=ready)
+    finally:
+        service.close()
+    return 0
+
+
 _COMMANDS = {
     "ingest": _cmd_ingest,
     "query": _cmd_query,
@@ -511,6 +554,7 @@ _COMMANDS = {
     "check": _cmd_check,
     "ask": _cmd_ask,
     "eval": _cmd_eval,
+    "serve": _cmd_serve,
 }
 
 
