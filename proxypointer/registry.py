@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import StaleSourceError, StoreError
 
-__all__ = ["DocumentRecord", "Registry", "decode_record", "encode_record"]
+__all__ = ["LEXICAL_TOKENIZER", "DocumentRecord", "Registry", "decode_record", "encode_record", "lexical_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +69,26 @@ CREATE TABLE IF NOT EXISTS embeddings (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+#: Lexical index: one FTS5 row per live chunk (what was embedded: breadcrumb + chunk text),
+#: written in the transaction that makes the chunk live and deleted with it. ``lexical_rows``
+#: maps a chunk to its FTS5 rowid (an INTEGER PRIMARY KEY, stable across VACUUM) and finds a
+#: document's rows by doc_id without scanning the FTS table.
+_LEXICAL_SCHEMA = """
+CREATE TABLE IF NOT EXISTS lexical_rows (
+    id INTEGER PRIMARY KEY,          -- rowid of the chunk's row in chunks_fts
+    chunk_id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lexical_rows_doc ON lexical_rows (doc_id);
+"""
+
+#: FTS5 tokenizer of the lexical index: Unicode word characters (letters and digits; ``_`` and
+#: punctuation separate words), case and diacritics folded, English words reduced to their
+#: Porter stem ("pay", "pays", "paying" -> "pai"; "paid" stays "paid"), as in SQLite's FTS5
+#: docs. A store whose table was built with another tokenizer is rebuilt from its own stored
+#: text on first use.
+LEXICAL_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +150,7 @@ class Registry:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._db.executescript(_LEXICAL_SCHEMA)
             self._migrate()
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"{self.root}: cannot open the registry ({err}); check permissions") from err
@@ -243,6 +264,7 @@ class Registry:
         source_size: int,
         tree_json: str = "",
         records: Sequence[bytes] | None = None,
+        lexical_texts: Sequence[str] | None = None,
     ) -> list[str]:
         """Make ``doc_hash`` the live version in one transaction.
 
@@ -260,9 +282,13 @@ class Registry:
             tree_json: Skeleton tree (:func:`tree_to_json`).
             records: For each of ``chunk_ids``, in order, its Chroma record as made by
                 :func:`encode_record`; None stores no copy (retrieval then reads Chroma).
+            lexical_texts: For each of ``chunk_ids``, in order, the text its lexical (FTS5)
+                row indexes: what was embedded (``Chunk.embed_text``). None: taken from
+                ``records`` (:func:`lexical_text`); without either, the chunks get no lexical
+                row until their records are copied in (``set_chunk_records``).
 
         Raises:
-            ValueError: If ``records`` and ``chunk_ids`` differ in length.
+            ValueError: If ``records`` or ``lexical_texts`` and ``chunk_ids`` differ in length.
 
         Returns:
             Chunk ids of the previous version, which the caller deletes from Chroma before
@@ -271,8 +297,14 @@ class Registry:
         """
         if records is not None and len(records) != len(chunk_ids):
             raise ValueError(f"{doc_id}: {len(records)} records for {len(chunk_ids)} chunks")
+        if lexical_texts is not None and len(lexical_texts) != len(chunk_ids):
+            raise ValueError(f"{doc_id}: {len(lexical_texts)} lexical texts for {len(chunk_ids)} chunks")
         rows = zip(chunk_ids, records if records is not None else [None] * len(chunk_ids), strict=True)
+        if lexical_texts is None and records is not None:
+            lexical_texts = [lexical_text(*decode_record(r)) for r in records]
         with self.transaction() as db:
+            self._sync_lexical(db)  # the lexical index in step before this flip (older stores, writers)
+            self._delete_lexical(db, doc_id)
             old = [r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.executemany(
@@ -287,7 +319,10 @@ class Registry:
                 (source_path, doc_hash, version, title, line_count, n_sections, len(chunk_ids), source_mtime,
                  source_size, time.time(), tree_json, doc_id),
             )
+            if lexical_texts is not None:
+                self._insert_lexical(db, doc_id, list(zip(chunk_ids, lexical_texts, strict=True)))
             self._bump(db)
+            self._lexical_synced(db)
         new = set(chunk_ids)
         return [c for c in old if c not in new]
 
@@ -318,15 +353,22 @@ class Registry:
     def begin_delete(self, doc_id: str) -> None:
         """Mark a document as being deleted; retrieval stops returning it at once."""
         with self.transaction() as db:
+            in_step = self._lexical_in_step(db)
             db.execute("UPDATE documents SET state = 'deleting', version = '' WHERE doc_id = ?", (doc_id,))
             self._bump(db)
+            if in_step:  # which chunks are listed is unchanged: the lexical index stays in step
+                self._lexical_synced(db)
 
     def remove(self, doc_id: str) -> None:
-        """Forget a document (after its chunks were deleted from Chroma)."""
+        """Forget a document (after its chunks were deleted from Chroma), with its lexical rows."""
         with self.transaction() as db:
+            in_step = self._lexical_in_step(db)
+            self._delete_lexical(db, doc_id)
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._bump(db)
+            if in_step:
+                self._lexical_synced(db)
 
     def chunk_ids(self, doc_id: str | None = None) -> set[str]:
         """Live chunk ids of one document, or of all documents."""
@@ -396,12 +438,167 @@ class Registry:
         with self.transaction() as db:
             before = db.total_changes
             db.executemany("UPDATE chunks SET record = ? WHERE chunk_id = ?", [(r, c) for c, r in records.items()])
-            return db.total_changes - before
+            updated = db.total_changes - before
+            self._add_missing_lexical(db, {c: r for c, r in records.items() if r is not None})
+            return updated
 
     def tree_json(self, doc_id: str) -> str:
         """Return the stored skeleton tree (JSON) of the live version, '' if none."""
         row = self._db.execute("SELECT tree_json FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         return row[0] if row else ""
+
+    # -- lexical index (FTS5) -----------------------------------------------------------
+    def lexical_search(
+        self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 search of the live chunks' lexical rows (FTS5), best first.
+
+        Args:
+            terms: Words, any of which may match (an FTS5 ``OR`` query); each is quoted, so
+                FTS5 syntax in them (``AND``, ``NEAR``, ``col:``, ``*``, ``"``) is plain text. The
+                table's tokenizer (:data:`LEXICAL_TOKENIZER`) folds and stems them as it did
+                the indexed text.
+            n: Most hits returned.
+            doc_ids: Only chunks of these documents; an empty list matches nothing.
+
+        Returns:
+            ``(chunk_id, score)`` pairs, score = ``-bm25()`` of SQLite's FTS5 (BM25 with
+            k1 = 1.2, b = 0.75; higher is better).
+
+        Raises:
+            StoreError: If SQLite fails.
+        """
+        terms = [t for t in terms if t.strip()]
+        if not terms or n < 1 or (doc_ids is not None and not doc_ids):
+            return []
+        self._ensure_lexical()
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        sql = (
+            "SELECT r.chunk_id, -bm25(chunks_fts) FROM chunks_fts JOIN lexical_rows r ON r.id = chunks_fts.rowid"
+            " WHERE chunks_fts MATCH ?"
+        )
+        args: list[Any] = [match]
+        if doc_ids is not None:
+            ids = list(dict.fromkeys(doc_ids))
+            sql += f" AND r.doc_id IN ({','.join('?' * len(ids))})"
+            args.extend(ids)
+        sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
+        args.append(n)
+        try:
+            return [(cid, float(score)) for cid, score in self._db.execute(sql, args)]
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.root}: lexical search failed ({err})") from err
+
+    def lexical_rows(self, doc_id: str | None = None) -> dict[str, str]:
+        """``chunk_id -> indexed text`` of the lexical rows of one document, or of all (for ``check``)."""
+        self._ensure_lexical()
+        sql = "SELECT r.chunk_id, f.text FROM lexical_rows r JOIN chunks_fts f ON f.rowid = r.id"
+        rows = self._db.execute(sql + " WHERE r.doc_id = ?", (doc_id,)) if doc_id else self._db.execute(sql)
+        return dict(rows)
+
+    def _ensure_lexical(self) -> None:
+        """Create, rebuild or bring in step the lexical index when needed (one read when it is)."""
+        if self._lexical_in_step(self._db) and self.get_meta("lexical_tokenizer") == LEXICAL_TOKENIZER:
+            return
+        with self.transaction() as db:
+            self._sync_lexical(db)
+
+    @staticmethod
+    def _lexical_in_step(db: sqlite3.Connection) -> bool:
+        """Whether every change of live chunks since the lexical index was synced went through it."""
+        row = db.execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'lexical_generation'),"
+            " (SELECT value FROM meta WHERE key = 'generation')"
+        ).fetchone()
+        return row[0] is not None and row[0] == (row[1] or "0")
+
+    @staticmethod
+    def _lexical_synced(db: sqlite3.Connection) -> None:
+        """Record that the lexical index matches the chunks table at the current generation."""
+        db.execute(
+            "INSERT OR REPLACE INTO meta (key, value)"
+            " VALUES ('lexical_generation', COALESCE((SELECT value FROM meta WHERE key = 'generation'), '0'))"
+        )
+
+    def _sync_lexical(self, db: sqlite3.Connection) -> None:
+        """Inside a write transaction: make the lexical index match the chunks table.
+
+        Creates the FTS5 table (a store written before it existed), rebuilds it from its own
+        stored text when :data:`LEXICAL_TOKENIZER` changed, and, when a writer that does not
+        keep it (an older version) changed chunks since the last sync, drops the rows of
+        chunks no longer live and adds rows for live chunks from their record copies
+        (:func:`lexical_text`). Chunks without a record copy get their row when the copy is
+        written (:meth:`set_chunk_records`).
+        """
+        exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+        tokenizer = db.execute("SELECT value FROM meta WHERE key = 'lexical_tokenizer'").fetchone()
+        if not exists:
+            db.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize = '{LEXICAL_TOKENIZER}')")
+            db.execute("DELETE FROM lexical_rows")
+        elif tokenizer is None or tokenizer[0] != LEXICAL_TOKENIZER:
+            logger.info("%s: rebuilding the lexical index with tokenizer %r", self.root, LEXICAL_TOKENIZER)
+            db.execute("DROP TABLE IF EXISTS chunks_fts_new")
+            db.execute(f"CREATE VIRTUAL TABLE chunks_fts_new USING fts5(text, tokenize = '{LEXICAL_TOKENIZER}')")
+            db.execute("INSERT INTO chunks_fts_new (rowid, text) SELECT rowid, text FROM chunks_fts")
+            db.execute("DROP TABLE chunks_fts")
+            db.execute("ALTER TABLE chunks_fts_new RENAME TO chunks_fts")
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('lexical_tokenizer', ?)", (LEXICAL_TOKENIZER,))
+        if exists and self._lexical_in_step(db):
+            return
+        gone = db.execute("SELECT id FROM lexical_rows WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks)").fetchall()
+        if gone:
+            db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", gone)
+            db.executemany("DELETE FROM lexical_rows WHERE id = ?", gone)
+        rows = db.execute(
+            "SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL"
+            " AND chunk_id NOT IN (SELECT chunk_id FROM lexical_rows)"
+        )
+        added = self._add_missing_lexical(db, dict(rows.fetchall()))
+        if gone or added:
+            logger.info("%s: lexical index brought in step (%d rows added, %d removed)", self.root, added, len(gone))
+        self._lexical_synced(db)
+
+    def _add_missing_lexical(self, db: sqlite3.Connection, records: dict[str, bytes]) -> int:
+        """Add lexical rows, from record copies, for live chunks that have none; returns how many."""
+        if not records:
+            return 0
+        ids = list(records)
+        have: set[str] = set()
+        live: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            found = db.execute(f"SELECT chunk_id FROM lexical_rows WHERE chunk_id IN ({marks})", part)
+            have.update(r[0] for r in found)
+            live.update(db.execute(f"SELECT chunk_id, doc_id FROM chunks WHERE chunk_id IN ({marks})", part))
+        by_doc: dict[str, list[tuple[str, str]]] = {}
+        for cid in ids:
+            if cid in live and cid not in have:
+                decoded = _try_decode(records[cid])
+                if decoded is not None:
+                    by_doc.setdefault(live[cid], []).append((cid, lexical_text(*decoded)))
+        for doc_id, rows in by_doc.items():
+            self._insert_lexical(db, doc_id, rows)
+        return sum(len(r) for r in by_doc.values())
+
+    @staticmethod
+    def _insert_lexical(db: sqlite3.Connection, doc_id: str, rows: Sequence[tuple[str, str]]) -> None:
+        """Insert ``(chunk_id, text)`` lexical rows of one document (none may exist yet)."""
+        db.executemany("INSERT INTO lexical_rows (chunk_id, doc_id) VALUES (?, ?)", [(c, doc_id) for c, _ in rows])
+        text = dict(rows)
+        ids = db.execute("SELECT id, chunk_id FROM lexical_rows WHERE doc_id = ?", (doc_id,)).fetchall()
+        db.executemany(
+            "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", [(i, text[c]) for i, c in ids if c in text]
+        )
+
+    @staticmethod
+    def _delete_lexical(db: sqlite3.Connection, doc_id: str) -> None:
+        """Delete a document's lexical rows (no-op before the FTS5 table exists)."""
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone():
+            db.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM lexical_rows WHERE doc_id = ?)", (doc_id,)
+            )
+        db.execute("DELETE FROM lexical_rows WHERE doc_id = ?", (doc_id,))
 
     # -- stored sources -----------------------------------------------------------------
     def source_file(self, doc_hash: str) -> Path:
@@ -509,6 +706,16 @@ def decode_record(record: bytes) -> tuple[str, dict[str, Any]]:
     """Inverse of :func:`encode_record`."""
     text, metadata = json.loads(zlib.decompress(record))
     return text, metadata
+
+
+def lexical_text(text: str, metadata: dict[str, Any]) -> str:
+    """Build the lexical row of a chunk known only by its record: breadcrumb line, then the text.
+
+    What ingest embeds (``Chunk.embed_text``) is the same words for prose; it is used instead
+    whenever ingest passes it (:meth:`Registry.commit_version`).
+    """
+    crumb = str(metadata.get("breadcrumb", ""))
+    return f"{crumb}\n{text}" if crumb else text
 
 
 #: Metadata a copy must carry, with these types, to be used: what retrieval reads to rank,
