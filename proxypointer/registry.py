@@ -22,8 +22,10 @@ import logging
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +36,16 @@ import numpy as np
 
 from .errors import StaleSourceError, StoreError
 
-__all__ = ["LEXICAL_TOKENIZER", "DocumentRecord", "Registry", "decode_record", "encode_record", "lexical_text"]
+__all__ = [
+    "LEXICAL_MAX_ROWS",
+    "LEXICAL_MAX_ROWS_FILTERED",
+    "LEXICAL_TOKENIZER",
+    "DocumentRecord",
+    "Registry",
+    "decode_record",
+    "encode_record",
+    "lexical_text",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +93,18 @@ CREATE TABLE IF NOT EXISTS lexical_rows (
 );
 CREATE INDEX IF NOT EXISTS lexical_rows_doc ON lexical_rows (doc_id);
 """
+
+#: Most rows one lexical query scores with BM25: its terms are taken rarest first while the
+#: rows holding them add up to at most this; the commoner ones are left out. FTS5 scores every
+#: row that matches any term (about 4.5 us a row here, so 10,000 rows ~45 ms), and a word such
+#: as "model" matches a third of a store of papers, while its BM25 weight (idf) is the lowest
+#: of the query's. Lucene's CommonTermsQuery treats frequent terms alike. A query whose rarest
+#: term alone exceeds it has no lexical hits (the dense ranking stands alone).
+LEXICAL_MAX_ROWS = 10_000
+
+#: The same for a query restricted to some documents: only their rows are scored, the others
+#: are only read (about 0.4 us a row here).
+LEXICAL_MAX_ROWS_FILTERED = 100_000
 
 #: FTS5 tokenizer of the lexical index: Unicode word characters (letters and digits; ``_`` and
 #: punctuation separate words), case and diacritics folded, English words reduced to their
@@ -154,6 +177,11 @@ class Registry:
             self._migrate()
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"{self.root}: cannot open the registry ({err}); check permissions") from err
+        # Lexical search: the query tokenizer's temporary tables are per connection, used under
+        # this lock; the live chunk count per generation; document frequencies per term.
+        self._lexical_lock = threading.Lock()
+        self._lexical_total: tuple[int, int] = (-1, 0)
+        self._term_df: OrderedDict[str, tuple[int, int]] = OrderedDict()  # term -> (df, total then)
 
     def _migrate(self) -> None:
         """Add columns that stores written by older versions lack (once per store)."""
@@ -457,7 +485,7 @@ class Registry:
             terms: Words, any of which may match (an FTS5 ``OR`` query); each is quoted, so
                 FTS5 syntax in them (``AND``, ``NEAR``, ``col:``, ``*``, ``"``) is plain text. The
                 table's tokenizer (:data:`LEXICAL_TOKENIZER`) folds and stems them as it did
-                the indexed text.
+                the indexed text. In a large store the commonest are left out (:data:`LEXICAL_MAX_ROWS`).
             n: Most hits returned.
             doc_ids: Only chunks of these documents; an empty list matches nothing.
 
@@ -468,10 +496,13 @@ class Registry:
         Raises:
             StoreError: If SQLite fails.
         """
-        terms = [t for t in terms if t.strip()]
+        terms = list(dict.fromkeys(t for t in terms if t.strip()))
         if not terms or n < 1 or (doc_ids is not None and not doc_ids):
             return []
         self._ensure_lexical()
+        terms = self._rare_terms(terms, LEXICAL_MAX_ROWS if doc_ids is None else LEXICAL_MAX_ROWS_FILTERED)
+        if not terms:
+            return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         sql = (
             "SELECT r.chunk_id, -bm25(chunks_fts) FROM chunks_fts JOIN lexical_rows r ON r.id = chunks_fts.rowid"
@@ -488,6 +519,73 @@ class Registry:
             return [(cid, float(score)) for cid, score in self._db.execute(sql, args)]
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: lexical search failed ({err})") from err
+
+    def _rare_terms(self, terms: list[str], budget: int) -> list[str]:
+        """Keep the rarest terms whose rows add up to at most ``budget``, in query order."""
+        if self._lexical_count() <= budget:
+            return terms
+        df = self.lexical_document_frequencies(terms)
+        keep: set[str] = set()
+        used = 0
+        for t in sorted((t for t in terms if df[t]), key=df.__getitem__):
+            if used + df[t] > budget:
+                break
+            keep.add(t)
+            used += df[t]
+        if len(keep) < len(terms):
+            logger.debug("lexical query: common terms left out: %s", [t for t in terms if t not in keep and df[t]])
+        return [t for t in terms if t in keep]
+
+    def _lexical_count(self) -> int:
+        """Rows of the lexical index (counted once per registry generation)."""
+        generation = self.generation()
+        with self._lexical_lock:
+            if self._lexical_total[0] != generation:
+                self._lexical_total = (generation, self._db.execute("SELECT COUNT(*) FROM lexical_rows").fetchone()[0])
+            return self._lexical_total[1]
+
+    def lexical_document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """Lexical rows holding each term, as the index's tokenizer reads it.
+
+        A term the tokenizer splits (``foo_bar``) counts its rarest part. Counts come from FTS5's
+        ``fts5vocab`` and cost a pass over the term's row list, so they are kept (for 50,000
+        terms) until the row count moves by more than 10%: they only decide which terms a query
+        leaves out (:data:`LEXICAL_MAX_ROWS`).
+
+        Returns:
+            ``term -> rows``, 0 for a term no row holds.
+        """
+        total = self._lexical_count()
+        with self._lexical_lock:
+            db = self._db
+            if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'lexical_query'").fetchone():
+                db.execute(f"CREATE VIRTUAL TABLE temp.lexical_query USING fts5(t, tokenize = '{LEXICAL_TOKENIZER}')")
+                db.execute(
+                    "CREATE VIRTUAL TABLE temp.lexical_query_terms USING fts5vocab(temp, lexical_query, instance)"
+                )
+                db.execute("CREATE VIRTUAL TABLE temp.lexical_terms USING fts5vocab(main, chunks_fts, row)")
+            db.execute("DELETE FROM temp.lexical_query")
+            db.executemany("INSERT INTO temp.lexical_query (rowid, t) VALUES (?, ?)", list(enumerate(terms)))
+            tokens: dict[int, list[str]] = {}
+            for i, token in db.execute("SELECT doc, term FROM temp.lexical_query_terms"):
+                tokens.setdefault(i, []).append(token)
+            wanted = {t for ts in tokens.values() for t in ts}
+            df: dict[str, int] = {}
+            for token in wanted:
+                cached = self._term_df.get(token)
+                if cached is not None and abs(cached[1] - total) <= 0.1 * max(cached[1], 1):
+                    self._term_df.move_to_end(token)
+                    df[token] = cached[0]
+            missing = sorted(wanted - set(df))
+            if missing:
+                marks = ",".join("?" * len(missing))
+                found = dict(db.execute(f"SELECT term, doc FROM temp.lexical_terms WHERE term IN ({marks})", missing))
+                for token in missing:
+                    df[token] = int(found.get(token, 0))
+                    self._term_df[token] = (df[token], total)
+                while len(self._term_df) > 50_000:
+                    self._term_df.popitem(last=False)
+        return {t: min((df[x] for x in tokens.get(i, [])), default=0) for i, t in enumerate(terms)}
 
     def lexical_rows(self, doc_id: str | None = None) -> dict[str, str]:
         """``chunk_id -> indexed text`` of the lexical rows of one document, or of all (for ``check``)."""

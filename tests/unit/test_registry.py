@@ -250,3 +250,22 @@ def test_an_older_store_and_an_older_writer_are_brought_in_step(tmp_path):
     assert other.get_meta("lexical_tokenizer").startswith("porter")
     reg.close()
     other.close()
+
+
+def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
+    import proxypointer.registry as registry
+
+    texts = [f"model number {i} of the study" for i in range(20)] + ["model of the kettle descaling"]
+    ids, _ = commit_texts(reg, "d", "v1", texts)
+    assert reg.lexical_document_frequencies(["model", "models", "kettle", "study", "foo_kettle", "xyzzy"]) == {
+        "model": 21, "models": 21, "kettle": 1, "study": 20, "foo_kettle": 0, "xyzzy": 0}
+    both = reg.lexical_search(["model", "kettle"], 30)
+    assert len(both) == 21 and both[0][0] == ids[-1]  # small store: every term scored
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS", 10)
+    # "model" (21 rows) is left out, "kettle" (1 row) kept: only the kettle chunk is scored
+    assert found(reg, "model", "kettle", n=30) == [ids[-1]]
+    assert reg.lexical_search(["model", "study"], 30) == []  # only common terms: no lexical hits
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS_FILTERED", 10)
+    assert found(reg, "model", "kettle", n=30, doc_ids=["d"]) == [ids[-1]]
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS_FILTERED", 100)
+    assert len(found(reg, "model", "kettle", n=30, doc_ids=["d"])) == 21
