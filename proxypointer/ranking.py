@@ -542,8 +542,9 @@ class Ranker:
         Args:
             query: Question or keywords; see :func:`lexical_terms` (any word of the query may
                 match).
-            n: Hits fetched. A filter other than a plain ``doc_id`` filter is applied after
-                fetching, so fewer may come back.
+            n: Hits fetched. The documents of a ``doc_id`` filter (alone or in an ``$and``) are
+                searched in SQL; any other condition is applied after fetching, so fewer may
+                come back.
             where: Metadata filter (checked by :func:`check_where`).
 
         Returns:
@@ -554,9 +555,14 @@ class Ranker:
         if not terms:
             return []
         doc_ids = filter_doc_ids(where)
+        if doc_ids is None and where and "$and" in where:  # documents and more: search the documents
+            doc_ids = next((ids for c in where["$and"] if (ids := filter_doc_ids(c)) is not None), None)
+            exact = False
+        else:
+            exact = True
         pairs = self.index.registry.lexical_search(terms, n, doc_ids)
         hits = self.live([_id_hit(cid, score) for cid, score in pairs])
-        if where and doc_ids is None:
+        if where and not (exact and doc_ids is not None):
             keep = {h.chunk_id for h in self.hydrate(hits) if matches_where(h.metadata, where)}
             hits = [h for h in hits if h.chunk_id in keep]
         return hits

@@ -145,7 +145,8 @@ def test_lexical_hits_honour_every_filter_like_dense_hits(data_index):
     idx = data_index(hybrid=True)
     ranker = Ranker(idx)
     for where in ({"doc_id": "employee-handbook"}, {"level": {"$gt": 1}}, {"level": {"$lte": 1}},
-                  {"$or": [{"doc_id": "site-visit-notes"}, {"kind": "preamble"}]}, {"kind": {"$nin": ["heading"]}}):
+                  {"$or": [{"doc_id": "site-visit-notes"}, {"kind": "preamble"}]}, {"kind": {"$nin": ["heading"]}},
+                  {"$and": [{"doc_id": "employee-handbook"}, {"level": {"$gte": 3}}]}):
         flt = check_where(where)
         lexical = ranker.hydrate(ranker.lexical("leave pay pressure buffer", 200, flt))
         dense = ranker.dense("leave pay pressure buffer", 200, flt, hydrate=True)
@@ -176,3 +177,17 @@ def test_a_query_longer_than_the_model_reads_is_windowed_with_a_warning(data_ind
     with caplog.at_level(logging.WARNING, logger="proxypointer.ranking"):
         assert ranker.query_vectors(question).shape[0] == 1
     assert not caplog.records
+
+
+def test_lexical_search_looks_inside_the_filtered_documents(make_index, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\n" + "".join(f"## K{i}\n\nkettle kettle kettle\n\n" for i in range(6)))
+    (corpus / "b.md").write_text("# B\n\n" + "".join(f"## T{i}\n\nthe kettle and a toaster {i}\n\n" for i in range(4)))
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(hybrid=True)))
+    assert not idx.ingest([corpus], show_progress=False).failed
+    ranker = Ranker(idx)
+    assert {h.metadata["doc_id"] for h in ranker.lexical("kettle", 3)} == {"a"}
+    # b's chunks rank below a's: they are still found when the filter names b with another condition
+    got = ranker.hydrate(ranker.lexical("kettle", 3, check_where({"doc_id": "b", "kind": "heading"})))
+    assert len(got) == 3 and {(h.metadata["doc_id"], h.metadata["kind"]) for h in got} == {("b", "heading")}
