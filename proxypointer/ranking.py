@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import ConfigError, MissingDependencyError
+from .filters import doc_filter, filter_doc_ids, matches_where
 from .store import Hit
 
 if TYPE_CHECKING:
@@ -38,18 +39,15 @@ __all__ = [
     "EXACT_SEARCH_MAX_CHUNKS",
     "MAX_QUERY_WINDOWS",
     "STOPWORDS",
-    "SUPPORTED_OPERATORS",
     "LexicalIndex",
     "Ranker",
     "Ranking",
     "Route",
-    "check_where",
-    "filter_doc_ids",
     "fuse_rrf",
     "lexical_terms",
-    "matches_where",
     "rank_sections",
     "score_sections",
+    "strip_titles",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,13 +73,7 @@ STOPWORDS = frozenset(
 #: long preamble ends the query); keeps an FTS5 ``OR`` query over a pasted page bounded.
 MAX_LEXICAL_TERMS = 64
 
-#: Metadata filter operators honoured by every search path (Chroma, the exact search, lexical
-#: hits and title routing), with Chroma's meaning.
-SUPPORTED_OPERATORS = ("$and", "$or", "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
-
 _WORD = re.compile(r"(?u)\b\w\w+\b")
-_FIELD_OPS = frozenset(SUPPORTED_OPERATORS) - {"$and", "$or"}
-_ORDER_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 
 
 # -- fusion and section scores ------------------------------------------------------------------
@@ -153,122 +145,6 @@ def score_sections(
 def rank_sections(hits: Sequence[Hit], method: str = "max", top_n: int = 3, rrf_k: int = 60) -> list[list[Hit]]:
     """Like :func:`score_sections`, without the scores: hits per section, best section first."""
     return [group for _, group in score_sections(hits, method, top_n, rrf_k)]
-
-
-# -- metadata filters ---------------------------------------------------------------------------
-def check_where(where: dict[str, Any] | None, *, where_name: str = "where") -> dict[str, Any] | None:
-    """Validate a Chroma-style metadata filter and put it in the form Chroma accepts.
-
-    Every search path must read a filter the same way: Chroma applies it to dense hits,
-    :func:`matches_where` to lexical hits. An operator outside :data:`SUPPORTED_OPERATORS` is
-    refused here rather than silently matching nothing on one path.
-
-    Args:
-        where: ``{field: value}``, ``{field: {op: value}}``, ``{"$and": [...]}`` or
-            ``{"$or": [...]}``; several fields in one mapping mean all of them.
-        where_name: Name used in error messages.
-
-    Returns:
-        ``None`` for no condition (``None`` or ``{}``); otherwise the filter with several
-        fields of one mapping joined by ``$and`` and one-clause ``$and``/``$or`` unwrapped
-        (Chroma refuses both forms).
-
-    Raises:
-        ConfigError: Naming the operator or value that is not supported, and the supported
-            operators.
-    """
-    if where is None:
-        return None
-    if not isinstance(where, dict):
-        raise ConfigError(f"{where_name}: expected a mapping, got {type(where).__name__}")
-    if not where:
-        return None
-    clauses = [_check_clause(key, value, where_name) for key, value in where.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def _check_clause(key: str, value: Any, where_name: str) -> dict[str, Any]:
-    supported = ", ".join(SUPPORTED_OPERATORS)
-    if key in ("$and", "$or"):
-        if not isinstance(value, list) or not value:
-            raise ConfigError(f"{where_name}: {key} expects a non-empty list of filters, got {value!r}")
-        parts = [check_where(v, where_name=where_name) for v in value]
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            return {}
-        return parts[0] if len(parts) == 1 else {key: parts}
-    if key.startswith("$"):
-        raise ConfigError(f"{where_name}: operator {key!r} is not supported; supported: {supported}")
-    if isinstance(value, dict):
-        if len(value) != 1:
-            raise ConfigError(f"{where_name}.{key}: expected one operator, got {sorted(value)}")
-        ((op, arg),) = value.items()
-        if op not in _FIELD_OPS:
-            raise ConfigError(f"{where_name}.{key}: operator {op!r} is not supported; supported: {supported}")
-        if op in _ORDER_OPS and (isinstance(arg, bool) or not isinstance(arg, (int, float))):
-            raise ConfigError(f"{where_name}.{key}: {op} expects a number, got {arg!r}")
-        if op in ("$in", "$nin") and not isinstance(arg, (list, tuple)):
-            raise ConfigError(f"{where_name}.{key}: {op} expects a list, got {arg!r}")
-        return {key: {op: list(arg) if op in ("$in", "$nin") else arg}}
-    if not isinstance(value, (str, int, float, bool)):
-        raise ConfigError(f"{where_name}.{key}: expected a str, int, float or bool, got {value!r}")
-    return {key: value}
-
-
-def matches_where(metadata: dict[str, Any], where: dict[str, Any] | None) -> bool:
-    """Evaluate a filter checked by :func:`check_where` on one chunk's metadata, as Chroma does.
-
-    A field missing from the metadata matches only ``$ne`` and ``$nin``; order operators
-    (``$gt``...) compare numbers only.
-    """
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            if not all(matches_where(metadata, c) for c in cond):
-                return False
-        elif key == "$or":
-            if not any(matches_where(metadata, c) for c in cond):
-                return False
-        elif isinstance(cond, dict):
-            if not all(_matches_op(metadata.get(key), op, arg) for op, arg in cond.items()):
-                return False
-        elif metadata.get(key) != cond:
-            return False
-    return True
-
-
-def _matches_op(value: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return value == arg
-    if op == "$ne":
-        return value != arg
-    if op == "$in":
-        return value in arg
-    if op == "$nin":
-        return value not in arg
-    if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
-        return False
-    return {"$gt": value > arg, "$gte": value >= arg, "$lt": value < arg, "$lte": value <= arg}[op]
-
-
-def filter_doc_ids(where: dict[str, Any] | None) -> list[str] | None:
-    """Doc ids allowed by a filter that is only a ``doc_id`` equality, ``$eq`` or ``$in``; else ``None``."""
-    if not where or set(where) != {"doc_id"}:
-        return None
-    cond = where["doc_id"]
-    if isinstance(cond, str):
-        return [cond]
-    if isinstance(cond, dict) and set(cond) == {"$in"} and isinstance(cond["$in"], list):
-        return [str(c) for c in cond["$in"]]
-    if isinstance(cond, dict) and set(cond) == {"$eq"} and isinstance(cond["$eq"], str):
-        return [cond["$eq"]]
-    return None
-
-
-def doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:
-    """Chroma filter for a non-empty list of doc ids."""
-    return {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}
 
 
 def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
@@ -474,7 +350,7 @@ class Ranker:
             query: Question or keywords (embedded unless ``vectors`` is given).
             n: Chunks fetched per query vector before the live-version check (so up to ``n``
                 come back).
-            where: Metadata filter (checked by :func:`check_where`). A plain ``doc_id`` filter
+            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`). A plain ``doc_id`` filter
                 over at most :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks is searched exactly,
                 by scoring those chunks' stored vectors, instead of by Chroma's filtered HNSW
                 search (111 vs ~6 ms for one paper at 100k chunks, docs/benchmarks.md).
@@ -545,7 +421,7 @@ class Ranker:
             n: Hits fetched. The documents of a ``doc_id`` filter (alone or in an ``$and``) are
                 searched in SQL; any other condition is applied after fetching, so fewer may
                 come back.
-            where: Metadata filter (checked by :func:`check_where`).
+            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`).
 
         Returns:
             Hits without text (like :meth:`dense` with ``hydrate=False``), ``score`` = BM25

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, StaleSourceError, StoreError
-from .ranking import Ranker, Ranking, Route, check_where, doc_filter, score_sections
+from .filters import check_where, doc_filter
+from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
 from .tree import slice_lines, split_lines
 
@@ -277,7 +278,7 @@ class Retriever:
         """Combine the filters of a query into one.
 
         Args:
-            where: Metadata filter (see :func:`~proxypointer.ranking.check_where`); ``{}`` means
+            where: Metadata filter (see :func:`~proxypointer.filters.check_where`); ``{}`` means
                 no condition.
             doc_ids: Allow-list of documents (ids or citation forms, see
                 :meth:`resolve_doc_ids`). ``None``: every document; an empty list: **none**
@@ -321,7 +322,7 @@ class Retriever:
             query: Question or keywords (not empty).
             k: Sections wanted (default ``retrieval.k``, 5).
             where: Extra metadata filter, e.g. ``{"kind": "heading"}`` or
-                ``{"level": {"$lte": 2}}`` (operators: :data:`~proxypointer.ranking.SUPPORTED_OPERATORS`).
+                ``{"level": {"$lte": 2}}`` (operators: :data:`~proxypointer.filters.SUPPORTED_OPERATORS`).
             doc_ids: Only search these documents (an empty list: none; see :meth:`scope`).
             source_prefix: Only search documents whose doc_id starts with this prefix
                 (a folder of the corpus, e.g. ``"policies/"``).
