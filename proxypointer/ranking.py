@@ -1,6 +1,6 @@
 """Ranking: a query -> chunk hits, best first, and chunk hits -> scored sections.
 
-Four rankings of chunks, fused by reciprocal rank fusion (RRF):
+Up to three rankings of chunks, fused by reciprocal rank fusion (RRF), then section scores:
 
 * **dense**: cosine similarity of the query vector(s) to the chunk vectors (Chroma, or an exact
   numpy search for a small ``doc_id`` filter);
@@ -350,10 +350,11 @@ class Ranker:
             query: Question or keywords (embedded unless ``vectors`` is given).
             n: Chunks fetched per query vector before the live-version check (so up to ``n``
                 come back).
-            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`). A plain ``doc_id`` filter
-                over at most :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks is searched exactly,
-                by scoring those chunks' stored vectors, instead of by Chroma's filtered HNSW
-                search (111 vs ~6 ms for one paper at 100k chunks, docs/benchmarks.md).
+            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`). A
+                plain ``doc_id`` filter over at most :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks
+                is searched exactly, by scoring those chunks' stored vectors, instead of by
+                Chroma's filtered HNSW search (111 vs ~6 ms for one paper at 100k chunks,
+                docs/benchmarks.md).
             vectors: Query vectors from :meth:`query_vectors`, float32 ``(n_windows, dim)``.
             hydrate: Read each hit's text and metadata (see :meth:`hydrate`). When false,
                 ``text`` is ``""`` and ``metadata`` holds only ``doc_id``, ``version``,
