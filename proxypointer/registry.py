@@ -96,15 +96,16 @@ CREATE INDEX IF NOT EXISTS lexical_rows_doc ON lexical_rows (doc_id);
 
 #: Most rows one lexical query scores with BM25: its terms are taken rarest first while the
 #: rows holding them add up to at most this; the commoner ones are left out. FTS5 scores every
-#: row that matches any term (about 4.5 us a row here, so 10,000 rows ~45 ms), and a word such
+#: row that matches any term (about 4 us a row here: p50 39 ms at 100k chunks), and a word such
 #: as "model" matches a third of a store of papers, while its BM25 weight (idf) is the lowest
 #: of the query's. Lucene's CommonTermsQuery treats frequent terms alike. A query whose rarest
 #: term alone exceeds it has no lexical hits (the dense ranking stands alone).
 LEXICAL_MAX_ROWS = 10_000
 
-#: The same for a query restricted to some documents: only their rows are scored, the others
-#: are only read (about 0.4 us a row here).
-LEXICAL_MAX_ROWS_FILTERED = 100_000
+#: The same for a query restricted to some documents: only their rows are scored, but every
+#: matching row is read (about 1.5 us a row here under load: at 100k chunks a budget of 100,000
+#: rows gave p50 52 ms, 20,000 rows 30 ms, for the lexical search alone).
+LEXICAL_MAX_ROWS_FILTERED = 20_000
 
 #: FTS5 tokenizer of the lexical index: Unicode word characters (letters and digits; ``_`` and
 #: punctuation separate words), case and diacritics folded, English words reduced to their
