@@ -47,8 +47,9 @@ class Section:
         text: Exact stored source lines ``start_line..end_line``, joined with ``\\n``.
         score: Cosine similarity between the query and the chunk ``chunk_id`` (the section's
             best-ranked chunk), in every scoring mode; higher is better. For a query longer
-            than the model reads, the best over the query's windows. For a section added by
-            :mod:`proxypointer.references`, the citing section's.
+            than the model reads, the best over the query's windows; for a query that title
+            routing sends to the document whose title it names, the query without that title.
+            For a section added by :mod:`proxypointer.references`, the citing section's.
         chunk_text: Text of that chunk (``""`` for a section added by references).
         citation: ``<doc_id><suffix>#L<start>-L<end>``, e.g. ``handbook.md#L120-L188``.
         source: Path of the file the section was indexed from.
@@ -335,7 +336,7 @@ class Retriever:
             inside another one returned: an enclosing section among the candidates takes the
             place of its best-ranked subsection. A query that title routing sends to the
             document it names gets that document's sections first, then (when it has fewer
-            than ``k``) the best of the others.
+            than ``k``) the best of the others for the same query without the title.
 
         Raises:
             ConfigError: If ``k`` < 1, the query is empty, or a filter is not supported.
@@ -362,7 +363,7 @@ class Retriever:
         route = self.ranker.route(query, scope.where)
         found = self._candidates(route, k)
         if route.named and len(found) < k:  # the named document has fewer than k sections
-            found = self._fill(found, self._candidates(Route(query, scope.where), k), k)
+            found = self._fill(found, self._candidates(Route(route.query, scope.where), k), k)
         return self._sections(found)
 
     def _candidates(self, route: Route, k: int) -> list[_Candidate]:

@@ -71,12 +71,14 @@ def test_retrieve_returns_min_k_and_sections_in_every_mode(docs, query, k, allow
             cfg = ProxyPointerConfig(retrieval=RetrievalConfig(overfetch=1, **mode))
             with Index(Path(tmp) / "store", cfg, embedder) as idx:
                 want = count_sections(idx.registry, mode.get("nested") == "merge", doc_ids)
-                got = Retriever(idx).retrieve(query, k=k, doc_ids=doc_ids)
+                r = Retriever(idx)
+                got = r.retrieve(query, k=k, doc_ids=doc_ids)
                 assert len(got) == min(k, want), (mode, k, want)
                 assert len({(s.doc_id, s.node_id) for s in got}) == len(got)
                 assert doc_ids is None or {s.doc_id for s in got} <= set(doc_ids)
                 if got:
                     found, vectors = idx.store.vectors([s.chunk_id for s in got])
-                    q = embedder.encode_query(Retriever(idx).ranker.route(query, None).query)
+                    # the query as searched: title routing may have taken a title out of it
+                    q = embedder.encode_query(r.ranker.route(query, r.scope(doc_ids=doc_ids).where).query)
                     cosine = dict(zip(found, (vectors @ q).tolist(), strict=True))
                     assert all(abs(s.score - cosine[s.chunk_id]) < 1e-5 for s in got), mode
