@@ -241,13 +241,38 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def _cmd_query(args: argparse.Namespace) -> int:
-    from .retrieval import Retriever
+def _retriever(args: argparse.Namespace):
+    """Open the store for a query: refuse an empty question, a missing store, an unknown --doc.
 
-    index = _index(args, one_query=True)
-    retriever = Retriever(index)
+    NOTE: when the store layer gets its own "no store here" error (issue 15), the query path
+    keeps using it through ``Retriever.require_store``; the store is never created here.
+    """
+    from .errors import ConfigError
+    from .retrieval import Retriever, check_query
+
+    try:
+        check_query(args.question)
+    except ConfigError as err:
+        raise ConfigError(
+            "question: empty; give a question or keywords, e.g. proxypointer query 'notice period'"
+        ) from err
+    retriever = Retriever(_index(args, one_query=True))
+    retriever.require_store()
+    if args.doc:
+        args.doc, unknown = retriever.resolve_doc_ids(args.doc)
+        if unknown:
+            names = ", ".join(repr(d) for d in unknown)
+            raise ConfigError(f"--doc: no document {names} in the store; see `proxypointer status`")
+    return retriever
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    retriever = _retriever(args)
+    index = retriever.index
     if args.refs or index.config.retrieval.follow_references:
-        sections = retriever.retrieve_with_references(
+        from .references import ReferenceFollower
+
+        sections = ReferenceFollower(retriever).retrieve(
             args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix
         )
     else:
@@ -256,7 +281,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         print(json.dumps([s.to_dict() for s in sections], indent=2, ensure_ascii=False))
         return 0
     if not sections:
-        print("no sections found (is the store empty? run `proxypointer ingest PATH` first)")
+        where = f" under prefix {args.prefix!r}" if args.prefix else ""
+        print(f"no sections found{where} (the store has {index.registry.stats()['documents']} documents)")
     for rank, s in enumerate(sections, 1):
         print(f"[{rank}] {s.citation}  score={s.score:.3f}")
         print(f"    {' > '.join(s.breadcrumb)}")
@@ -271,12 +297,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .answer import Answerer, format_context
     from .conversation import Session, Turn
-    from .retrieval import Retriever
 
-    index = _index(args, one_query=True)
+    retriever = _retriever(args)
+    index = retriever.index
     session = Session.load(index.root, args.session) if args.session else None
     history = session.turns if session else ()
-    answerer = Answerer(Retriever(index))
+    answerer = Answerer(retriever)
     opts = {"k": args.k, "doc_ids": args.doc, "source_prefix": args.prefix}
     ans = answerer.answer(args.question, history, **opts) if answerer.configured else None
     ctx = answerer.context(args.question, history, **opts) if ans is None else None
@@ -296,7 +322,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                         "question": ctx.question,
                         "query": ctx.query,
                         "answer": None,
-                        "sections": [s.to_dict() for s in ctx.sections],
+                        "blocks": [b.to_dict() for b in ctx.blocks],
                     },
                     indent=2,
                     ensure_ascii=False,
@@ -304,7 +330,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                format_context(ctx.sections) if ctx.sections else "no sections found (run `proxypointer ingest PATH`)"
+                format_context(ctx.blocks) if ctx.blocks else "no sections found (run `proxypointer ingest PATH`)"
             )
         print(
             "note: no LLM configured, so this is the retrieved context only; add an llm: block "
@@ -559,14 +585,21 @@ _COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code.
+
+    Exit codes: 0 ok, 1 a ProxyPointerError, 2 usage, 130 interrupted (Ctrl-C), 141 the
+    reader of stdout went away (``proxypointer query --json ... | head -2``), which, as for
+    other Unix tools, is not an error worth a message.
+    """
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return _COMMANDS[args.command](args)
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
     except ProxyPointerError as err:
         if args.verbose:
             logger.exception("failed")
@@ -574,6 +607,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # Point stdout at devnull so that the exit flush of what is left cannot fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -215,8 +215,9 @@ class RetrievalConfig:
         k: Sections returned by default.
         overfetch: Chunks fetched per query before deduplication by (doc_id, node_id); grown
             (doubled) until k distinct sections are found or the collection is exhausted.
-        hybrid: Fuse a BM25 ranking of the chunks' embedded texts (breadcrumb + text, bm25s)
-            with the dense ranking by reciprocal rank fusion (docs/evaluation.md).
+        hybrid: Fuse a BM25 ranking of the chunks' embedded texts (breadcrumb + text, the
+            registry's SQLite FTS5 index) with the dense ranking by reciprocal rank fusion
+            (docs/evaluation.md).
         rrf_k: Constant of reciprocal rank fusion, ``1 / (rrf_k + rank)`` (60, Cormack et al.
             2009).
         lexical_weight: Weight of the BM25 ranking in the fusion (dense weighs 1.0).
@@ -233,7 +234,7 @@ class RetrievalConfig:
             came from enclosing sections ranked below the top 5 replacing a top-5 subsection,
             i.e. from longer units, not better ranking (docs/evaluation.md), so ``keep`` stays
             the default: it keeps citations as narrow as the match.
-        budget_tokens: Default context budget of ``Retriever.assemble``, in word pieces of the
+        budget_tokens: Default context budget of ``context.Assembler.assemble``, in word pieces of the
             embedding model's tokenizer (no special tokens).
         whole_section_tokens: ``assemble`` delivers a whole section when it has at most this
             many tokens and fits the budget left; otherwise the matched chunk's lines.
@@ -246,7 +247,7 @@ class RetrievalConfig:
         title_routing_weight: Weight of that ranking in the fusion.
         follow_references: Add the sections that retrieved sections cite ("see Note 14",
             "Section 2.04") and look up labels named in the query
-            (``Retriever.retrieve_with_references``; docs/evaluation.md, "Cross-references").
+            (``references.ReferenceFollower``; docs/evaluation.md, "Cross-references").
     """
 
     k: int = 5

@@ -7,7 +7,10 @@ of the sections that question used (:func:`contextual_query`); with an LLM,
 A question that does not look like a follow-up (:func:`is_followup`) is used as it is, so
 changing the topic mid-conversation does not drag the old topic along.
 
-This module imports nothing heavy and nothing above ``config``/``errors``.
+:class:`ConversationRetriever` is the layer over a
+:class:`~proxypointer.retrieval.Retriever` that applies this to every question.
+
+This module imports nothing heavy and, at run time, nothing above ``config``/``errors``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, StoreError
 
-__all__ = ["Session", "Turn", "contextual_query", "is_followup", "session_path"]
+if TYPE_CHECKING:
+    from .retrieval import Retriever, Section
+
+__all__ = ["ConversationRetriever", "Session", "Turn", "contextual_query", "is_followup", "session_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -356,3 +362,57 @@ class Session:
             raise StoreError(
                 f"{self.path}: cannot write the session ({err.strerror}); check permissions"
             ) from err
+
+
+class ConversationRetriever:
+    """A layer over a :class:`~proxypointer.retrieval.Retriever` for conversations.
+
+    A follow-up is searched together with the previous question and the breadcrumbs of the
+    sections it used (:func:`contextual_query`); any other question as it is.
+
+    Args:
+        retriever: Where sections come from.
+        max_breadcrumbs: Breadcrumbs of the previous turn added to a follow-up's query.
+
+    Example:
+        >>> chat = ConversationRetriever(Retriever(index))                      # doctest: +SKIP
+        >>> first = chat.retrieve("Who is eligible for parental leave?", k=3)
+        >>> turn = Turn("Who is eligible for parental leave?", breadcrumbs=tuple(s.breadcrumb for s in first))
+        >>> chat.retrieve("and how is it paid?", [turn], k=3)
+    """
+
+    def __init__(self, retriever: Retriever, max_breadcrumbs: int = 1) -> None:
+        if max_breadcrumbs < 0:
+            raise ConfigError(f"max_breadcrumbs: expected an int >= 0, got {max_breadcrumbs}")
+        self.retriever = retriever
+        self.max_breadcrumbs = max_breadcrumbs
+
+    def query_for(self, question: str, history: Sequence[Turn | str] = ()) -> str:
+        """Build the text searched for ``question`` after ``history`` (see :func:`contextual_query`)."""
+        return contextual_query(question, history, max_breadcrumbs=self.max_breadcrumbs)
+
+    def retrieve(
+        self,
+        question: str,
+        history: Sequence[Turn | str] = (),
+        k: int | None = None,
+        where: dict[str, Any] | None = None,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+    ) -> list[Section]:
+        """Find the ``k`` best sections for a question asked after ``history``.
+
+        Args:
+            question: The new question.
+            history: Earlier turns, oldest first (a string is a bare question).
+            k: Sections wanted (default ``retrieval.k``).
+            where: Extra metadata filter.
+            doc_ids: Only search these documents (an empty list: none).
+            source_prefix: Only search documents whose doc_id starts with this prefix.
+
+        Returns:
+            As :meth:`Retriever.retrieve` for the query of :meth:`query_for`.
+        """
+        query = self.query_for(question, history)
+        return self.retriever.retrieve(query, k, where, doc_ids=doc_ids, source_prefix=source_prefix)

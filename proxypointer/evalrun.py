@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .assembly import LexicalIndex, cut_to_tokens, rank_sections
 from .config import ProxyPointerConfig, config_from_dict, config_to_dict
+from .context import Assembler, cut_to_tokens
 from .errors import ConfigError, LockError
 from .evaluation import (
     METRICS,
@@ -37,6 +37,8 @@ from .evaluation import (
     reciprocal_rank,
     tokens_at,
 )
+from .ranking import LexicalIndex, rank_sections
+from .references import ReferenceFollower
 from .store import Hit
 from .tree import slice_lines, split_lines
 
@@ -242,6 +244,8 @@ class _Runner:
                 logger.warning("%s: %s is being written by another process; every document of this run is "
                                "already stored, so it is only read", spec.name, self.index.root)
             self.retriever = _cached_retriever(self.index)
+            self.assembler = Assembler(self.retriever)
+            self.follower = ReferenceFollower(self.retriever)
         else:
             self._build_bm25()
 
@@ -289,7 +293,7 @@ class _Runner:
         """``(doc_id, start_line, end_line, text)`` of the k best units, best first."""
         if self.spec.kind == "dense":
             if self.spec.config.retrieval.follow_references:  # docs/evaluation.md, "Cross-references"
-                secs = self.retriever.retrieve_with_references(query, k=k, doc_ids=doc_ids, interleave=True)
+                secs = self.follower.retrieve(query, k=k, doc_ids=doc_ids, interleave=True)
             else:
                 secs = self.retriever.retrieve(query, k=k, doc_ids=doc_ids)
             return [(s.doc_id, s.start_line, s.end_line, s.text) for s in secs]
@@ -310,11 +314,10 @@ class _Runner:
         deliveries: dict[int, list[tuple[str, int, int]]] = {}
         for budget in budgets:
             if self.spec.assemble:
-                secs = self.retriever.assemble(query, budget, doc_ids=doc_ids)
+                got = self.assembler.assemble(query, budget, doc_ids=doc_ids)
                 if self.spec.config.retrieval.follow_references:  # cited sections displace the tail
-                    secs = self.retriever.add_references(secs, interleave=True)
-                blocks = [Delivered(s.doc_id, self.offset(s.doc_id, s.delivered_start_line), s.delivered_text,
-                                    s.delivered_tokens) for s in secs]
+                    got = self.follower.add_to_blocks(got, interleave=True)
+                blocks = [Delivered(b.doc_id, self.offset(b.doc_id, b.start_line), b.text, b.tokens) for b in got]
             else:
                 blocks = [Delivered(u.doc_id, self.offset(u.doc_id, u.start_line), t, u.tokens)
                           for u, (_, _, _, t) in zip(units, ranked, strict=True)]
@@ -329,21 +332,26 @@ def _cached_retriever(index: Any) -> Any:
     Evaluation asks the same question once for the ranked units and once per budget; the
     store does not change meanwhile, so the largest hit list fetched answers every smaller one.
     """
+    from .ranking import Ranker
     from .retrieval import Retriever
 
-    class _Cached(Retriever):
-        def hits(self, query: str, n: int, where: dict[str, Any] | None = None, *, hydrate: bool = True) -> list[Hit]:
+    class _Cached(Ranker):
+        def __init__(self, index: Any) -> None:
+            super().__init__(index)
+            self._memo: dict[tuple[str, str], tuple[int, list[Hit]]] = {}
+
+        def dense(self, query: str, n: int, where: dict[str, Any] | None = None, *, vectors: Any = None,
+                  hydrate: bool = False) -> list[Hit]:
             key = (query, json.dumps(where, sort_keys=True))
-            memo = self.__dict__.setdefault("_hits_memo", {})
-            got = memo.get(key)
+            got = self._memo.get(key)
             if got is None or (got[0] < n and len(got[1]) >= got[0]):
                 want = max(n, 200)
-                got = memo[key] = (want, super().hits(query, want, where, hydrate=False))
-                if len(memo) > 512:
-                    memo.pop(next(iter(memo)))
+                got = self._memo[key] = (want, super().dense(query, want, where, vectors=vectors))
+                if len(self._memo) > 512:
+                    self._memo.pop(next(iter(self._memo)))
             return self.hydrate(got[1][:n]) if hydrate else got[1][:n]
 
-    return _Cached(index)
+    return Retriever(index, ranker=_Cached(index))
 
 
 _TREES: dict[tuple[str, str], Any] = {}

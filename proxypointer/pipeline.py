@@ -518,6 +518,7 @@ class Index:
                 source_size=d.size,
                 tree_json=d.tree_json,
                 records=[encode_record(c.text, chunk_metadata(c, source)) for c in d.chunks],
+                lexical_texts=[c.embed_text for c in d.chunks],
             )
             st["registry"] += time.perf_counter() - t
             t = time.perf_counter()

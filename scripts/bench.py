@@ -230,7 +230,7 @@ def retrieve_ids_first(retriever, query: str, k: int, n: int) -> list[Any]:
         if len(chosen) == k:
             break
     by_id = {h.chunk_id: h for h in idx.store.get([c for c, _ in chosen])}
-    return retriever._sections([dataclasses.replace(by_id[c], score=sc) for c, sc in chosen])
+    return [retriever.section_of_hit(by_id[c], sc, sc) for c, sc in chosen]
 
 
 def time_retrieve(retriever, qs: list[dict[str, Any]], k: int, filtered: bool) -> list[float]:
@@ -553,7 +553,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     that no two vectors are equal. Stored sources are shared (content-addressed). Reused when
     ``dest/bench-manifest.json`` matches.
     """
-    from proxypointer.registry import Registry, encode_record
+    from proxypointer.registry import Registry, encode_record, lexical_text
     from proxypointer.store import ChromaStore
 
     config = pp_config(cfg)
@@ -611,7 +611,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     rng = np.random.default_rng(11)
     noise = float(cfg["query"]["noise"])
     buf: dict[str, list] = {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
-    pending_docs: list[tuple[str, Any, list[str]]] = []
+    pending_docs: list[tuple[str, Any, list[str], list[bytes], list[str]]] = []
     write_s = 0.0
 
     def flush() -> None:
@@ -625,7 +625,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 metadatas=buf["metadatas"][i : i + step],
             )
         write_s += time.perf_counter() - t
-        for doc_id, rec, ids, copies in pending_docs:
+        for doc_id, rec, ids, copies, lexical in pending_docs:
             reg.begin_write(doc_id, rec.source_path, rec.doc_hash)
             reg.commit_version(
                 doc_id,
@@ -640,6 +640,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 source_size=rec.source_size,
                 tree_json=trees[rec.doc_id],
                 records=copies,
+                lexical_texts=lexical,
             )
             reg.finish(doc_id)
         for v in buf.values():
@@ -672,7 +673,9 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
             buf["metadatas"].extend(metas)
             # The registry's copies of the records, as Index.ingest writes them.
             copies = [encode_record(t, m) for t, m in zip(texts, metas, strict=True)]
-            pending_docs.append((new_id, records[doc_id], ids, copies))
+            # The lexical index (FTS5) holds the real text even in a lean store.
+            lexical = [lexical_text(t, m) for t, m in zip(g["docs"], g["meta"], strict=True)]
+            pending_docs.append((new_id, records[doc_id], ids, copies, lexical))
             total += len(ids)
             if len(buf["ids"]) >= 20 * step:
                 flush()
@@ -750,6 +753,18 @@ def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) 
         proto.append(time.perf_counter() - t)
         same += [(s.doc_id, s.node_id) for s in secs] == reference[q["question"]]
     out["ids_first_prototype"] = {**lat(proto), "same_sections": round(same / max(len(plain), 1), 3)}
+    # Hybrid: the same questions with retrieval.hybrid on (dense + the registry's FTS5 BM25, RRF).
+    # The first query brings the lexical index in step (a store built before it existed fills
+    # it from the record copies: lean stores built so have no text; rebuild them).
+    hybrid = Retriever(Index(dest, dataclasses.replace(
+        config, retrieval=dataclasses.replace(config.retrieval, hybrid=True)), embedder))
+    t = time.perf_counter()
+    hybrid.retrieve(qs[0]["question"], k=k)
+    out["hybrid_first_query_s"] = round(time.perf_counter() - t, 3)
+    out["lexical_rows"] = len(idx.registry.lexical_rows())
+    out["retrieve_hybrid"] = lat(time_retrieve(hybrid, plain, k, False))
+    out["retrieve_hybrid_doc_filter"] = lat(time_retrieve(hybrid, filtered, k, True))
+    hybrid.index.close()
     # Parts: query embedding alone (uncached encode), Chroma search alone, the rest.
     enc, enc1, enc_traced, chroma, chroma_f, chroma_ids, chroma_get, by_ids = [], [], [], [], [], [], [], []
     one_thread = traced = None
@@ -1032,6 +1047,22 @@ def to_markdown(res: dict[str, Any]) -> str:
                 f"{p.get('doc_filter_by_ids_numpy', {}).get('p50_ms', '')} | {proto} | {v['peak_rss_mb']} |"
             )
         lines.append("")
+        hybrid = [(k, v) for k, v in qrows if "retrieve_hybrid" in v]
+        if hybrid:
+            lines += [
+                "Hybrid retrieve (dense + FTS5 BM25, RRF), ms; first query includes bringing the lexical "
+                "index in step:",
+                "",
+                "| phase | chunks | lexical rows | p50 | p95 | doc filter p50 | doc filter p95 | first query s |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+            for k, v in hybrid:
+                h, hf = v["retrieve_hybrid"], v["retrieve_hybrid_doc_filter"]
+                lines.append(
+                    f"| {k} | {v['chunks']} | {v['lexical_rows']} | {h['p50_ms']} | {h['p95_ms']} | "
+                    f"{hf['p50_ms']} | {hf['p95_ms']} | {v['hybrid_first_query_s']} |"
+                )
+            lines.append("")
     if "quantized" in ph and "fp32" in ph["quantized"]:
         v = ph["quantized"]
         lines += [

@@ -5,7 +5,12 @@ text (lines ``start_line..end_line``), ``id`` is ``<doc_id>#<node_id>``, and ``m
 carries ``doc_id``, ``node_id``, ``breadcrumb`` (list of titles, document title first),
 ``lines`` (``[start_line, end_line]``, 1-based inclusive), ``citation``
 (``<doc>.md#L<start>-L<end>``), ``score`` (cosine similarity of the best chunk, higher is
-better), plus ``title``, ``source`` and ``kind``.
+better), ``rank_score`` (what ordered the sections), plus ``title``, ``source`` and ``kind``.
+
+As LangChain retrievers do, ``invoke`` takes the number of sections per call
+(``retriever.invoke(query, k=1)``), and the filters too (``doc_ids``, ``source_prefix``,
+``where``); the constructor's values are the defaults. An empty ``doc_ids`` list selects no
+document.
 
 Needs ``langchain-core`` (``pip install 'proxypointer[langchain]'``).
 
@@ -26,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 
 try:
     from langchain_core.callbacks import (
@@ -51,6 +56,9 @@ __all__ = ["ProxyPointerRetriever", "section_to_document"]
 
 logger = logging.getLogger(__name__)
 
+#: Options ``invoke`` takes per call (each defaults to the field of the same name).
+_CALL_OPTIONS = frozenset({"k", "doc_ids", "source_prefix", "where"})
+
 
 def section_to_document(section: Section) -> Document:
     """Turn a :class:`~proxypointer.retrieval.Section` into a LangChain ``Document``."""
@@ -64,6 +72,7 @@ def section_to_document(section: Section) -> Document:
             "lines": [section.start_line, section.end_line],
             "citation": section.citation,
             "score": section.score,
+            "rank_score": section.rank_score,
             "title": section.title,
             "source": section.source,
             "kind": section.kind,
@@ -81,8 +90,9 @@ class ProxyPointerRetriever(BaseRetriever):
 
     Attributes:
         retriever: The :class:`~proxypointer.retrieval.Retriever` to query.
-        k: Sections per query (default ``retrieval.k`` of the index config).
-        doc_ids: Only search these documents.
+        k: Sections per query (default ``retrieval.k`` of the index config); ``invoke(query,
+            k=n)`` overrides it for one call.
+        doc_ids: Only search these documents (an empty list: none).
         source_prefix: Only search documents whose doc_id starts with this prefix.
         where: Extra Chroma metadata filter, e.g. ``{"kind": "heading"}``.
 
@@ -130,26 +140,32 @@ class ProxyPointerRetriever(BaseRetriever):
             )
         return self._pool
 
-    def _documents(self, query: str) -> list[Document]:
+    def _documents(self, query: str, options: dict[str, Any]) -> list[Document]:
+        unknown = sorted(set(options) - _CALL_OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"ProxyPointerRetriever.invoke: unknown option(s) {unknown}; valid: {sorted(_CALL_OPTIONS)}"
+            )
+        values = {name: options.get(name, getattr(self, name)) for name in _CALL_OPTIONS}
         sections = self.retriever.retrieve(
             query,
-            k=self.k,
-            where=self.where,
-            doc_ids=self.doc_ids,
-            source_prefix=self.source_prefix,
+            k=values["k"],
+            where=values["where"],
+            doc_ids=values["doc_ids"],
+            source_prefix=values["source_prefix"],
         )
         logger.debug("%d sections for %r", len(sections), query)
         return [section_to_document(s) for s in sections]
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return self._executor().submit(self._documents, query).result()
+        return self._executor().submit(self._documents, query, kwargs).result()
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return await asyncio.wrap_future(self._executor().submit(self._documents, query))
+        return await asyncio.wrap_future(self._executor().submit(self._documents, query, kwargs))
 
     def close(self) -> None:
         """Release the index's registry and stop the worker thread (a later call starts anew)."""

@@ -294,7 +294,7 @@ class Service:
         Returns:
             ``{"query", "k", "max_tokens", "tokens", "sections": [...]}``. Each section is
             ``Section.to_dict()`` (citation, breadcrumb, start_line, end_line, score, ...)
-            without ``chunk_text`` and the ``delivered_*`` fields, whose ``text`` is the stored
+            without ``chunk_text``, whose ``text`` is the stored
             lines ``start_line..text_end_line`` (``text_end_line`` = ``start_line - 1`` when
             none fit), with ``tokens``, ``truncated`` and ``next_start_line`` (None when whole).
 

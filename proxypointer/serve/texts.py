@@ -15,8 +15,8 @@ from ..retrieval import Section
 __all__ = ["budgeted", "breadcrumb", "depths", "fit_lines", "parse_tree"]
 
 #: Section fields of ``Section.to_dict()`` left out of search results: the best chunk's text
-#: repeats part of ``text``, and the ``delivered_*`` fields belong to ``Retriever.assemble``.
-_DROPPED_FIELDS = ("chunk_text", "delivered_start_line", "delivered_end_line", "delivered_text", "delivered_tokens")
+#: repeats part of ``text``.
+_DROPPED_FIELDS = ("chunk_text",)
 #: Order of the fields of one node in the registry's tree JSON (``registry.tree_to_json``).
 _TREE_FIELDS = (
     "node_id",
@@ -141,7 +141,7 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
         tokenizer: Has ``count(text) -> int``.
 
     Returns:
-        ``(result, tokens)``: the dict without ``chunk_text`` and the ``delivered_*`` fields,
+        ``(result, tokens)``: the dict without ``chunk_text``,
         ``text`` = stored lines ``start_line..text_end_line``, with ``tokens``,
         ``truncated`` and ``next_start_line`` (None when whole); and the tokens used.
     """

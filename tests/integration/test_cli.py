@@ -96,3 +96,29 @@ def test_bad_config_is_one_line_error(tmp_path):
     p = run("ingest", str(ROOT / "data"), "--config", str(cfg), cwd=tmp_path, check=False)
     assert p.returncode == 1
     assert p.stderr.strip().splitlines()[-1].startswith(f"error: {cfg}: chunking.chunk_tokens")
+
+
+@pytest.mark.parametrize("command", ["query", "tree"])
+def test_a_closed_pipe_ends_without_a_traceback(store, command):
+    # `proxypointer query --json ... | head -2`: the reader is gone before the output is written.
+    args = (["query", "How is parental leave paid?", "--json", "-k", "5"] if command == "query"
+            else ["tree", "--json", str(ROOT / "data" / "employee-handbook.md")])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    p = subprocess.Popen([EXE, *args], cwd=store, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=600) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_case_36_long_query_keeps_the_question_with_the_real_model(tmp_path):
+    # The e-mail preamble (296 word pieces) plus the question is over MiniLM's 256: the right
+    # section stays first, and the CLI warns with both lengths.
+    case = ROOT / "tests" / "cases" / "36-long-query-truncation"
+    run("ingest", str(case / "corpus"), cwd=tmp_path)
+    question = "How many weeks of full pay do new parents get?"
+    long_q = (case / "filler.txt").read_text().strip() + "\n\n" + question
+    for q in (question, long_q):
+        p = run("query", q, "-k", "3", "--json", cwd=tmp_path)
+        assert json.loads(p.stdout)[0]["title"] == "Parental leave pay", p.stdout
+    assert "query has 307 word pieces, more than the 254 the model reads" in p.stderr

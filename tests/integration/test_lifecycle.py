@@ -86,7 +86,7 @@ def visible(index) -> dict[str, set[str]]:
     """doc_id -> chunk ids a reader can get: in Chroma and at the registry's live version."""
     hits = index.store.get(sorted(index.store.all_ids()))
     out: dict[str, set[str]] = {}
-    for h in Retriever(index)._live(hits):
+    for h in Retriever(index).ranker.live(hits):
         out.setdefault(h.metadata["doc_id"], set()).add(h.chunk_id)
     return out
 

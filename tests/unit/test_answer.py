@@ -187,17 +187,19 @@ def test_parse_citations(text, valid, invalid):
 
 
 def test_prompt_blocks_are_headed_by_citation_and_breadcrumb(open_index):
+    from proxypointer.context import Assembler
     from proxypointer.retrieval import Retriever
 
-    sections = Retriever(open_index()).retrieve("parental leave pay", k=2)
-    messages = build_messages("How is parental leave paid?", sections)
+    r = Retriever(open_index())
+    blocks = Assembler(r).pack(r.retrieve("parental leave pay", k=2), 10_000)
+    messages = build_messages("How is parental leave paid?", blocks)
     assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     user = messages[1]["content"]
-    for i, s in enumerate(sections, 1):
-        header = f"[{i}] {s.citation} | {' > '.join(s.breadcrumb)}"
-        assert header in user
-        assert format_block(i, s) == f"{header}\n{s.text}"
-        assert s.text in user
+    for i, b in enumerate(blocks, 1):
+        header = f"[{i}] {b.citation} | {' > '.join(b.section.breadcrumb)}"
+        assert header in user and b.citation == b.section.citation  # whole sections
+        assert format_block(i, b) == f"{header}\n{b.text}"
+        assert b.text in user
     assert user.rstrip().endswith("Question: How is parental leave paid?")
     assert "only" in SYSTEM_PROMPT and "[1]" in SYSTEM_PROMPT
 
@@ -324,12 +326,30 @@ def test_without_llm_only_context(open_index):
         OpenAIChatClient(LLMConfig())
 
 
-def test_context_budget_keeps_the_best_section(open_index):
+def test_context_budget_is_counted_in_model_tokens(open_index):
     from proxypointer.retrieval import Retriever
 
-    a = Answerer(Retriever(open_index()), max_context_chars=10)
-    ctx = a.context("How is parental leave paid?", k=3)
-    assert len(ctx.sections) == 1
+    r = Retriever(open_index())
+    tok = r.index.embedder.tokenizer
+    sections = r.retrieve("How is parental leave paid?", k=3)
+    sizes = [tok.count(s.text) for s in sections]
+    ctx = Answerer(r, budget_tokens=10).context("How is parental leave paid?", k=3)
+    # the best section alone is over 10 word pieces: it is cut to them, the rest left out
+    assert len(ctx.blocks) == 1 and ctx.blocks[0].tokens == 10 == tok.count(ctx.blocks[0].text)
+    assert ctx.sections[0] == sections[0] and sections[0].text.startswith(ctx.blocks[0].text)
+    ctx = Answerer(r, budget_tokens=sum(sizes)).context("How is parental leave paid?", k=3)
+    assert [b.text for b in ctx.blocks] == [s.text for s in sections]
+    ctx = Answerer(r, budget_tokens=sum(sizes) - 1).context("How is parental leave paid?", k=3)
+    assert sum(b.tokens for b in ctx.blocks) <= sum(sizes) - 1 and len(ctx.blocks) < 3
+    with pytest.raises(ConfigError, match="budget_tokens"):
+        Answerer(r, budget_tokens=0)
+
+
+def test_an_empty_question_is_refused(open_index):
+    from proxypointer.retrieval import Retriever
+
+    with pytest.raises(ConfigError, match="query"):
+        Answerer(Retriever(open_index())).context("  ")
 
 
 # -- conversations through the LLM ---------------------------------------------------------------
@@ -449,7 +469,7 @@ def test_cli_ask_session_without_llm_uses_previous_turn(cli, capsys, store):
         "how is it paid?",
         "Who is eligible for parental leave?",
     ]
-    assert data["sections"][0]["title"] == "3.2.2 Pay during parental leave"
+    assert data["blocks"][0]["section"]["title"] == "3.2.2 Pay during parental leave"
     turns = Session.load(store, "nollm").turns
     assert len(turns) == 2 and turns[0].answer == "" and len(turns[0].breadcrumbs) == 3
 

@@ -21,13 +21,14 @@ ANNUAL = ("Employee Handbook", "3 Leave", "3.1 Annual leave")
 def retriever(tmp_path_factory):
     from fakes import HashingEmbedder
 
+    from proxypointer.conversation import ConversationRetriever
     from proxypointer.pipeline import Index
     from proxypointer.retrieval import Retriever
 
     index = Index(tmp_path_factory.mktemp("store"), ProxyPointerConfig(), HashingEmbedder())
     report = index.ingest([DATA], show_progress=False)
     assert report.documents == 3 and not report.failed
-    yield Retriever(index)
+    yield ConversationRetriever(Retriever(index))
     index.close()
 
 

@@ -165,3 +165,79 @@ def test_in_an_lcel_chain_with_a_fake_chat_model(lc_retriever):
         | model_async
     )
     assert asyncio.run(achain.ainvoke(QUESTION)).content == "async answer [1]"
+
+
+def test_k_and_filters_per_call(lc_retriever):
+    # LangChain retrievers take the number of results per call (langchain-tests,
+    # RetrieversIntegrationTests.test_invoke_with_k_kwarg); the constructor's k is the default.
+    assert len(lc_retriever.invoke(QUESTION, k=1)) == 1
+    assert len(lc_retriever.invoke(QUESTION)) == 3
+    assert len(asyncio.run(lc_retriever.ainvoke(QUESTION, k=5))) == 5
+    docs = lc_retriever.invoke(QUESTION, k=4, doc_ids=["site-visit-notes"])
+    assert len(docs) == 4 and {d.metadata["doc_id"] for d in docs} == {"site-visit-notes"}
+    from proxypointer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['top_k'\]"):
+        lc_retriever.invoke(QUESTION, top_k=1)
+
+
+def test_case_32_an_empty_allow_list_returns_no_document(store, fake_embedder):
+    r = ProxyPointerRetriever.from_store(store, embedder=fake_embedder, k=3, doc_ids=[])
+    try:
+        assert r.invoke(QUESTION) == []
+        assert asyncio.run(r.ainvoke(QUESTION)) == []
+    finally:
+        r.close()
+    r = ProxyPointerRetriever.from_store(store, embedder=fake_embedder, k=3)
+    try:
+        assert r.invoke(QUESTION, doc_ids=[]) == [] and r.invoke(QUESTION, source_prefix="nothing/") == []
+    finally:
+        r.close()
+
+
+# -- LangChain's own standard tests for retrievers (langchain-tests) -----------------------------
+langchain_tests = pytest.importorskip("langchain_tests.integration_tests")
+
+_STANDARD_STORE: list[Path] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _standard_store(store):
+    _STANDARD_STORE.append(store)
+    yield
+    _STANDARD_STORE.clear()
+
+
+class _StandardRetriever(ProxyPointerRetriever):
+    """ProxyPointerRetriever on the data/ store with the fake embedder, built from keyword arguments only."""
+
+    def __init__(self, **kwargs):
+        from fakes import HashingEmbedder
+
+        from proxypointer.pipeline import Index
+        from proxypointer.retrieval import Retriever
+
+        index = Index(_STANDARD_STORE[0], ProxyPointerConfig(), HashingEmbedder())
+        super().__init__(retriever=Retriever(index), **kwargs)
+
+
+class TestStandardRetriever(langchain_tests.RetrieversIntegrationTests):
+    """All of RetrieversIntegrationTests: k in the constructor and per call, invoke, ainvoke."""
+
+    @property
+    def retriever_constructor(self):
+        return _StandardRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {"k": 2}
+
+    @property
+    def retriever_query_example(self):
+        return QUESTION
+
+    @pytest.fixture
+    def retriever(self):
+        r = self.retriever_constructor(**self.retriever_constructor_params)
+        yield r
+        r.close()

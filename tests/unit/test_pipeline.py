@@ -311,7 +311,7 @@ def test_repair_after_interrupted_write(tmp_path, make_index, monkeypatch, stage
     rec = index.registry.get("doc")
     live = index.registry.chunk_ids("doc")
     assert live == v1 or not live & v1  # old or new, never mixed
-    visible = {h.chunk_id for h in Retriever(index)._live(index.store.get(sorted(index.store.all_ids())))}
+    visible = {h.chunk_id for h in Retriever(index).ranker.live(index.store.get(sorted(index.store.all_ids())))}
     assert visible == live and live <= set(index.store.all_ids())  # the live version is whole
     assert rec.state != "ready"
     assert any(f"state {rec.state}" in p for p in index.check().problems)
@@ -377,15 +377,15 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     assert fixed.repaired == ["copied 2 chunk records from Chroma into the registry"]
     assert index.check().ok
     index.registry.set_chunk_records({second: b"not zlib"})  # an unreadable copy
-    r = Retriever(index)
-    assert {h.chunk_id for h in r.hydrate(r.hits("text two", 2, hydrate=False))} == {first, second}
+    r = Retriever(index).ranker
+    assert {h.chunk_id for h in r.hydrate(r.dense("text two", 2))} == {first, second}
     assert index.check().problems == [
         f"1 chunks' registry copies differ from their Chroma records or cannot be read (e.g. {second})"
     ]
     assert index.check(repair=True).repaired == ["copied 1 chunk records from Chroma into the registry"]
     # A copy that decodes but lacks the pointer is not used; one with other text is caught by check.
     index.registry.set_chunk_records({second: encode_record("text two", {}), first: encode_record("forged", meta)})
-    by_id = {h.chunk_id: h for h in r.hydrate(r.hits("text two", 2, hydrate=False))}
+    by_id = {h.chunk_id: h for h in r.hydrate(r.dense("text two", 2))}
     assert by_id[second].metadata["doc_id"] == "doc" and by_id[first].text == "forged"
     problem = index.check().problems[0]
     assert problem.startswith("2 chunks' registry copies differ")

@@ -346,9 +346,10 @@ def loans(make_index, tmp_path):
 
 
 def test_retrieve_with_references_adds_the_cited_section_marked_reached_via(loans):
+    from proxypointer.references import ReferenceFollower
     from proxypointer.retrieval import Retriever
 
-    got = Retriever(loans).retrieve_with_references("kettle factory term loan instalments", k=1)
+    got = ReferenceFollower(Retriever(loans)).retrieve("kettle factory term loan instalments", k=1)
     assert [(s.title, s.reached_via) for s in got] == [
         ("14.2 Term loan", ""),
         ("Appendix G", "Loan report > Note 14 Debt > 14.2 Term loan (L5-L7)"),
@@ -357,40 +358,46 @@ def test_retrieve_with_references_adds_the_cited_section_marked_reached_via(loan
     assert (app.start_line, app.end_line) == (11, 12)
     assert app.text == "## Appendix G\nRepayment schedule: 2027 10; 2028 20; 2029 30."
     assert app.citation == "loans.md#L11-L12" and app.breadcrumb == ("Loan report", "Appendix G")
-    assert app.score == got[0].score
+    assert app.score == got[0].score and app.rank_score == got[0].rank_score and app.chunk_id == ""
 
 
 def test_add_references_respects_the_budget_and_never_repeats_a_section(loans):
+    from proxypointer.references import ReferenceFollower
     from proxypointer.retrieval import Retriever
 
     r = Retriever(loans)
+    f = ReferenceFollower(r)
     top = r.retrieve("kettle factory term loan instalments", k=1)
-    tight = r.add_references(top, budget_tokens=r.index.embedder.tokenizer.count(top[0].text))
+    tight = f.add_references(top, budget_tokens=r.index.embedder.tokenizer.count(top[0].text))
     assert tight == top
     both = r.retrieve("kettle factory term loan appendix g repayment schedule", k=2)
     assert {s.title for s in both} == {"14.2 Term loan", "Appendix G"}
-    assert r.add_references(both) == both  # the target is already there
+    assert f.add_references(both) == both  # the target is already there
 
 
 def test_query_label_goes_straight_to_the_section(loans):
+    from proxypointer.references import ReferenceFollower
     from proxypointer.retrieval import Retriever
 
-    got = Retriever(loans).retrieve_with_references("summarise note 15", k=2, max_references=0)
+    got = ReferenceFollower(Retriever(loans)).retrieve("summarise note 15", k=2, max_references=0)
     assert got[0].title == "Note 15 Leases" and got[0].reached_via == "query"
     assert len(got) == 2 and len({s.node_id for s in got}) == 2
 
 
-def test_follow_references_after_assemble_sets_delivered_fields(loans):
+def test_follow_references_after_assemble_adds_whole_blocks(loans):
+    from proxypointer.context import Assembler
+    from proxypointer.references import ReferenceFollower
     from proxypointer.retrieval import Retriever
 
     r = Retriever(loans)
-    blocks = r.assemble("kettle factory term loan instalments", budget_tokens=27)
-    assert [s.title for s in blocks] == ["14.2 Term loan"]
-    out = r.add_references(blocks, budget_tokens=200)
+    blocks = Assembler(r).assemble("kettle factory term loan instalments", budget_tokens=27)
+    assert [b.section.title for b in blocks] == ["14.2 Term loan"]
+    out = ReferenceFollower(r).add_to_blocks(blocks, budget_tokens=200)
     added = out[len(blocks) :]
-    assert [s.title for s in added] == ["Appendix G"]
-    assert added[0].delivered_text == added[0].text and added[0].delivered_tokens > 0
-    assert sum(s.delivered_tokens for s in out) <= 200
+    assert [b.section.title for b in added] == ["Appendix G"]
+    assert added[0].text == added[0].section.text and added[0].whole and added[0].tokens > 0
+    assert sum(b.tokens for b in out) <= 200
+    assert ReferenceFollower(r).add_to_blocks(blocks, budget_tokens=30) == blocks  # no room left
 
 
 def test_hyphenated_labels_and_html_captions():
@@ -428,14 +435,16 @@ def test_lowercase_letter_label_after_a_bare_preposition_is_prose():
 
 
 def test_interleave_puts_the_referenced_section_after_its_citer(loans):
+    from proxypointer.references import ReferenceFollower
     from proxypointer.retrieval import Retriever
 
     r = Retriever(loans)
+    f = ReferenceFollower(r)
     top = r.retrieve("kettle factory term loan instalments bicycles warehouse", k=2)
     assert top[0].title == "14.2 Term loan"
-    inter = r.add_references(top, interleave=True)
+    inter = f.add_references(top, interleave=True)
     assert [s.title for s in inter] == ["14.2 Term loan", "Appendix G", top[1].title]
-    assert [s.title for s in r.add_references(top)] == [
+    assert [s.title for s in f.add_references(top)] == [
         "14.2 Term loan",
         top[1].title,
         "Appendix G",

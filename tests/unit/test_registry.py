@@ -154,3 +154,118 @@ def test_a_registry_of_an_older_version_gains_the_record_column(tmp_path):
     assert reg.chunks_without_record(10) == ["d::v1::n::0000"]
     reg.close()
     Registry(root).close()  # opening again (column present) is a no-op
+
+
+# -- the lexical index (FTS5) -----------------------------------------------------------------
+def commit_texts(reg, doc_id, version, texts, **kw):
+    ids = [f"{doc_id}::{version}::n{i}::0000" for i in range(len(texts))]
+    reg.begin_write(doc_id, f"/x/{doc_id}.md", "h" + version)
+    old = reg.commit_version(doc_id, source_path=f"/x/{doc_id}.md", doc_hash="h" + version, version=version,
+                             title="T", line_count=3, n_sections=len(ids), chunk_ids=ids, source_mtime=1.0,
+                             source_size=10, lexical_texts=texts, **kw)
+    reg.finish(doc_id)
+    return ids, old
+
+
+def found(reg, *terms, n=10, doc_ids=None):
+    return [cid for cid, _ in reg.lexical_search(list(terms), n, doc_ids)]
+
+
+def test_lexical_rows_flip_with_the_version_and_go_with_the_document(reg):
+    ids1, _ = commit_texts(reg, "d", "v1", ["[Leave > Sick] sick pay rules", "parking barrier"])
+    commit_texts(reg, "e", "v1", ["sick notes from the doctor"])
+    assert set(found(reg, "sick")) == {ids1[0], "e::v1::n0::0000"}
+    hits = reg.lexical_search(["sick", "pay"], 10)
+    assert hits[0][0] == ids1[0] and hits[0][1] > hits[1][1] > 0  # higher is better
+    assert found(reg, "leave") == [ids1[0]]  # the breadcrumb is indexed
+    ids2, old = commit_texts(reg, "d", "v2", ["holiday allowance"])
+    assert set(old) == set(ids1)
+    assert found(reg, "sick", doc_ids=["d"]) == [] and found(reg, "holiday") == ids2
+    assert reg.lexical_rows("d") == {ids2[0]: "holiday allowance"}
+    reg.begin_delete("d")
+    reg.remove("d")
+    assert found(reg, "holiday") == [] and reg.lexical_rows("d") == {}
+    assert found(reg, "sick") == ["e::v1::n0::0000"]
+
+
+def test_lexical_search_filters_by_document_and_escapes_fts_syntax(reg):
+    commit_texts(reg, "a", "v1", ['He said "NEAR" and OR col:x a*b'])
+    commit_texts(reg, "b", "v1", ["near the river"])
+    assert set(found(reg, "near")) == {"a::v1::n0::0000", "b::v1::n0::0000"}
+    assert found(reg, "near", doc_ids=["b"]) == ["b::v1::n0::0000"]
+    assert found(reg, "near", doc_ids=[]) == []
+    for term in ('"', "NEAR(", "col:x", "a*", "AND", "-x", "^y", "(", "x''"):
+        reg.lexical_search([term], 5)  # plain text, never an FTS5 syntax error
+    assert found(reg, "col") == ["a::v1::n0::0000"]
+    assert reg.lexical_search([], 5) == [] and reg.lexical_search(["near"], 0) == []
+
+
+def test_without_lexical_texts_the_rows_come_from_the_record_copies(reg):
+    from proxypointer.registry import encode_record, lexical_text
+
+    meta = {"doc_id": "d", "doc_hash": "h1", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3,
+            "breadcrumb": "Guide > Kettle"}
+    rec = encode_record("descale monthly", meta)
+    assert lexical_text("descale monthly", meta) == "Guide > Kettle\ndescale monthly"
+    reg.begin_write("d", "/x/d.md", "h1")
+    reg.commit_version("d", source_path="/x/d.md", doc_hash="h1", version="v1", title="T", line_count=3,
+                       n_sections=1, chunk_ids=["d::v1::n::0000"], source_mtime=1.0, source_size=10, records=[rec])
+    assert found(reg, "kettle") == found(reg, "descale") == ["d::v1::n::0000"]
+    # committed without copies: no row until the copy is written (fill_records, check --repair)
+    commit(reg, "e", "h1", "v1", ["e::v1::n::0000"])
+    assert reg.lexical_rows("e") == {}
+    reg.set_chunk_records({"e::v1::n::0000": encode_record("toaster crumbs", {**meta, "doc_id": "e"})})
+    assert found(reg, "toaster") == ["e::v1::n::0000"]
+    with pytest.raises(ValueError, match="2 lexical texts for 1 chunks"):
+        reg.commit_version("f", source_path="/x/f.md", doc_hash="h", version="v", title="T", line_count=1,
+                           n_sections=1, chunk_ids=["f::v::n::0000"], source_mtime=1.0, source_size=1,
+                           lexical_texts=["a", "b"])
+
+
+def test_an_older_store_and_an_older_writer_are_brought_in_step(tmp_path):
+    from proxypointer.registry import encode_record
+
+    def rec(doc, text):
+        return encode_record(text, {"doc_id": doc, "doc_hash": "h", "version": "v1", "node_id": "n",
+                                    "start_line": 1, "end_line": 1, "breadcrumb": ""})
+
+    reg = Registry(tmp_path / "s")
+    commit_texts(reg, "d", "v1", ["kettle descaling"])
+    # A store written before the lexical index existed: no FTS table, no meta; chunks with copies.
+    reg._db.execute("DROP TABLE chunks_fts")
+    reg._db.execute("DELETE FROM lexical_rows")
+    reg._db.execute("DELETE FROM meta WHERE key LIKE 'lexical%'")
+    reg._db.execute("UPDATE chunks SET record = ?", (rec("d", "kettle descaling"),))
+    assert found(reg, "kettle") == ["d::v1::n0::0000"]
+    # A writer that does not keep the lexical index (an older version) replaces the chunks.
+    with reg.transaction() as db:
+        db.execute("DELETE FROM chunks")
+        db.execute("INSERT INTO chunks VALUES ('d::v2::n::0000', 'd', ?)", (rec("d", "toaster crumbs"),))
+        reg._bump(db)
+    other = Registry(tmp_path / "s")  # another process sees it too
+    assert found(other, "kettle") == [] and found(other, "toaster") == ["d::v2::n::0000"]
+    # A table built with another tokenizer is rebuilt from its own text.
+    other._db.execute("UPDATE meta SET value = 'unicode61' WHERE key = 'lexical_tokenizer'")
+    assert found(other, "crumb") == ["d::v2::n::0000"]  # porter again: "crumbs" -> "crumb"
+    assert other.get_meta("lexical_tokenizer").startswith("porter")
+    reg.close()
+    other.close()
+
+
+def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
+    import proxypointer.registry as registry
+
+    texts = [f"model number {i} of the study" for i in range(20)] + ["model of the kettle descaling"]
+    ids, _ = commit_texts(reg, "d", "v1", texts)
+    assert reg.lexical_document_frequencies(["model", "models", "kettle", "study", "foo_kettle", "xyzzy"]) == {
+        "model": 21, "models": 21, "kettle": 1, "study": 20, "foo_kettle": 0, "xyzzy": 0}
+    both = reg.lexical_search(["model", "kettle"], 30)
+    assert len(both) == 21 and both[0][0] == ids[-1]  # small store: every term scored
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS", 10)
+    # "model" (21 rows) is left out, "kettle" (1 row) kept: only the kettle chunk is scored
+    assert found(reg, "model", "kettle", n=30) == [ids[-1]]
+    assert reg.lexical_search(["model", "study"], 30) == []  # only common terms: no lexical hits
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS_FILTERED", 10)
+    assert found(reg, "model", "kettle", n=30, doc_ids=["d"]) == [ids[-1]]
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS_FILTERED", 100)
+    assert len(found(reg, "model", "kettle", n=30, doc_ids=["d"])) == 21

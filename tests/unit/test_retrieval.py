@@ -57,6 +57,7 @@ def test_case_27_more_sections_than_exist_returns_all_once(case27):
     keys = [(s.doc_id, s.node_id) for s in got]
     assert len(keys) == len(set(keys)) == 5  # a: Warranty, Returns, Cleaning; b: Warranty, Crumb tray
     assert [s.score for s in got] == sorted((s.score for s in got), reverse=True)
+    assert [s.rank_score for s in got] == [s.score for s in got]  # dense, max: ranked by the cosine
 
 
 def test_filters_by_doc_and_prefix(case27):
@@ -151,18 +152,18 @@ def test_chunks_without_a_registry_copy_are_read_from_chroma_until_the_next_inge
     # A store written before the registry kept record copies: same hits, read from Chroma;
     # the next ingest (nothing changed) fills the copies in, and they equal Chroma's records.
     idx, data = case27
-    r = Retriever(idx)
-    before = r.hits("kettle", 8)
+    r = Retriever(idx).ranker
+    before = r.dense("kettle", 8, hydrate=True)
     idx.registry._db.execute("UPDATE chunks SET record = NULL")
     chroma_reads = []
     real_get = idx.store.get
     monkeypatch.setattr(idx.store, "get", lambda ids: chroma_reads.append(list(ids)) or real_get(ids))
-    assert r.hits("kettle", 8) == before and chroma_reads
+    assert r.dense("kettle", 8, hydrate=True) == before and chroma_reads
     report = idx.ingest([data], show_progress=False)
     assert report.unchanged == report.documents and report.indexed == 0
     assert idx.registry.chunks_without_record(10) == []
     chroma_reads.clear()
-    assert r.hits("kettle", 8) == before and not chroma_reads
+    assert r.dense("kettle", 8, hydrate=True) == before and not chroma_reads
     live = sorted(idx.registry.chunk_ids())
     copies = idx.registry.chunk_record_copies(live)
     assert copies == {h.chunk_id: (h.text, h.metadata) for h in real_get(live)} and len(copies) == len(live)
@@ -170,9 +171,9 @@ def test_chunks_without_a_registry_copy_are_read_from_chroma_until_the_next_inge
 
 def test_hits_without_hydration_carry_the_pointer_of_their_id(case27):
     idx, _ = case27
-    r = Retriever(idx)
-    bare = r.hits("kettle", 5, hydrate=False)
-    full = r.hits("kettle", 5)
+    r = Retriever(idx).ranker
+    bare = r.dense("kettle", 5)
+    full = r.dense("kettle", 5, hydrate=True)
     assert [h.chunk_id for h in bare] == [h.chunk_id for h in full]
     for b, f in zip(bare, full, strict=True):
         assert b.text == "" and f.text
@@ -199,10 +200,10 @@ def test_a_hit_deleted_during_the_query_searches_again(case27, monkeypatch):
 def test_doc_filter_searches_exactly_or_through_chroma_with_the_same_result(case27, monkeypatch, exact_limit):
     # Up to EXACT_SEARCH_MAX_CHUNKS live chunks, a doc_id filter scores the chunks' stored
     # vectors in numpy; above it, Chroma's filtered search runs. Both give the same sections.
-    import proxypointer.retrieval as retrieval
+    import proxypointer.ranking as ranking
 
     idx, _ = case27
-    monkeypatch.setattr(retrieval, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
+    monkeypatch.setattr(ranking, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
     seen = []
     real = idx.store.query_ids
     monkeypatch.setattr(idx.store, "query_ids", lambda *a, **kw: seen.append(a) or real(*a, **kw))
@@ -210,19 +211,30 @@ def test_doc_filter_searches_exactly_or_through_chroma_with_the_same_result(case
     for query in ("kettle", "how long is the warranty", "crumb tray"):
         got = r.retrieve(query, k=3, doc_ids=["b"])
         assert got and {s.doc_id for s in got} == {"b"}
-        expected = [(h.metadata["node_id"], round(h.score, 5)) for h in r._dedupe(r.hits(query, 50, {"doc_id": "b"}))]
+        hits = r.ranker.dense(query, 50, {"doc_id": "b"})
+        expected = [(node, round(score, 5)) for score, ((node, _), *_rest) in _first_per_section(hits)]
         assert [(s.node_id, round(s.score, 5)) for s in got] == expected[:3]
     assert bool(seen) == (exact_limit == 0)
 
 
+def _first_per_section(hits):
+    seen, out = set(), []
+    for h in hits:
+        key = (h.metadata["node_id"], h.metadata["doc_id"])
+        if key not in seen:
+            seen.add(key)
+            out.append((h.score, (key,)))
+    return out
+
+
 def test_exact_doc_filter_scores_equal_chroma_cosine(case27, monkeypatch):
-    import proxypointer.retrieval as retrieval
+    import proxypointer.ranking as ranking
 
     idx, _ = case27
-    r = Retriever(idx)
-    exact = {h.chunk_id: h.score for h in r.hits("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
-    monkeypatch.setattr(retrieval, "EXACT_SEARCH_MAX_CHUNKS", 0)
-    hnsw = {h.chunk_id: h.score for h in r.hits("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
+    r = Retriever(idx).ranker
+    exact = {h.chunk_id: h.score for h in r.dense("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
+    monkeypatch.setattr(ranking, "EXACT_SEARCH_MAX_CHUNKS", 0)
+    hnsw = {h.chunk_id: h.score for h in r.dense("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
     assert exact.keys() == hnsw.keys()
     assert all(abs(exact[c] - hnsw[c]) < 1e-4 for c in exact)
 
@@ -283,7 +295,8 @@ def test_nested_keep_returns_a_section_and_its_subsection_as_ranked(nested_index
 def test_nested_merge_returns_the_enclosing_section_once_at_the_better_rank(nested_index):
     keep = Retriever(nested_index("keep")).retrieve("descale the kettle with vinegar", k=5)
     got = Retriever(nested_index("merge")).retrieve("descale the kettle with vinegar", k=5)
-    assert got[0].title == "Kettle" and got[0].score == keep[0].score  # took Descaling's place
+    assert got[0].title == "Kettle" and got[0].score == keep[0].score  # took Descaling's place and chunk
+    assert got[0].chunk_id == keep[0].chunk_id and got[0].rank_score == keep[0].rank_score
     assert "Descale the kettle monthly" in got[0].text
     # no line twice, except under a section spanning more than half of the document (the
     # whole "Guide"), which is returned as ranked and never merged
@@ -306,3 +319,195 @@ def test_a_query_with_another_model_than_the_store_was_built_with_is_refused(cas
     idx.registry.set_meta("model", "all-MiniLM-L6-v2+int8")
     with pytest.raises(ConfigError, match=r"built with model 'all-MiniLM-L6-v2\+int8'"):
         Retriever(idx).retrieve("kettle", k=1)
+
+
+# -- one retrieval path: k sections and honest scores in every scoring mode ---------------------
+DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "data"
+
+MODES = {
+    "dense-max": {},
+    "hybrid": {"hybrid": True},
+    "sum": {"section_scoring": "sum", "section_top_n": 2},
+    "rrf": {"section_scoring": "rrf", "hybrid": True},
+    "routed": {"hybrid": True, "title_routing_docs": 1},
+    "merge": {"nested": "merge", "hybrid": True, "section_scoring": "sum"},
+}
+
+
+@pytest.fixture(scope="module")
+def data_store(tmp_path_factory):
+    from fakes import HashingEmbedder
+    from sections import count_sections
+
+    from proxypointer.pipeline import Index
+
+    root = tmp_path_factory.mktemp("data-store")
+    with Index(root, ProxyPointerConfig(), HashingEmbedder()) as idx:
+        assert not idx.ingest([DATA], show_progress=False).failed
+        counts = {False: count_sections(idx.registry), True: count_sections(idx.registry, merged=True)}
+    return root, counts
+
+
+def _retriever(store, fake_embedder, **retrieval):
+    from proxypointer.pipeline import Index
+
+    cfg = ProxyPointerConfig(retrieval=RetrievalConfig(**retrieval))
+    return Retriever(Index(store, cfg, fake_embedder))
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_every_mode_returns_k_sections_with_the_cosine_of_their_chunk(data_store, fake_embedder, mode):
+    store, counts = data_store
+    n_sections = counts[MODES[mode].get("nested") == "merge"]
+    r = _retriever(store, fake_embedder, overfetch=2, **MODES[mode])  # a tiny over-fetch must grow
+    for query in ("How is parental leave paid?", "Telemetry Gateway Specification. buffer full", "pump pressure"):
+        for k in (1, 5, 12, n_sections + 3):
+            got = r.retrieve(query, k=k)
+            assert len(got) == min(k, n_sections), (mode, query, k)
+            assert len({(s.doc_id, s.node_id) for s in got}) == len(got)
+        got = r.retrieve(query, k=8)
+        found, vectors = r.index.store.vectors([s.chunk_id for s in got])
+        cosine = dict(zip(found, (vectors @ fake_embedder.encode_query(r.ranker.route(query, None).query)).tolist(),
+                          strict=True))
+        for s in got:
+            assert s.score == pytest.approx(cosine[s.chunk_id], abs=1e-5), (mode, s.citation)
+            lines = (s.chunk_start_line, s.chunk_end_line)
+            assert s.start_line <= lines[0] <= lines[1] <= s.end_line and s.chunk_text in s.text or s.chunk_text
+        if mode != "routed":  # a routed query's tail comes from the unrouted search (documented)
+            assert [s.rank_score for s in got] == sorted((s.rank_score for s in got), reverse=True)
+    r.index.close()
+
+
+def test_hybrid_returns_lexical_only_hits_with_their_cosine(data_store, fake_embedder):
+    store, _ = data_store
+    r = _retriever(store, fake_embedder, hybrid=True, lexical_weight=5.0, overfetch=2)
+    # "TG-501" is rare: the lexical ranking finds it even where the dense top-2 does not
+    (s,) = r.retrieve("error code TG-501", k=1)
+    assert "TG-501" in s.text
+    q = fake_embedder.encode_query("error code TG-501")
+    found, vectors = r.index.store.vectors([s.chunk_id])
+    assert s.score == pytest.approx(float(vectors[0] @ q), abs=1e-5)
+    r.index.close()
+
+
+# -- shared case 32: an empty allow-list selects nothing ---------------------------------------
+@pytest.fixture
+def case32(make_index, cases_dir):
+    idx = make_index()
+    assert not idx.ingest([cases_dir / "32-empty-doc-ids-filter" / "corpus"], show_progress=False).failed
+    return Retriever(idx)
+
+
+def test_case_32_empty_allow_lists_select_nothing(case32):
+    r, q = case32, "What does band E3 pay?"
+    got = r.retrieve(q, k=3)
+    assert len(got) == 3 and got[0].doc_id == "salary-bands"
+    assert {s.doc_id for s in r.retrieve(q, k=3, doc_ids=["hr-policy"])} == {"hr-policy"}
+    assert r.retrieve(q, k=3, doc_ids=["no-such-doc"]) == []
+    assert r.retrieve(q, k=3, source_prefix="no-such-prefix") == []
+    assert r.retrieve(q, k=3, doc_ids=[]) == []
+    assert r.retrieve(q, k=3, doc_ids=()) == []
+    assert r.retrieve(q, k=3, doc_ids=[], source_prefix="salary") == []
+    assert len(r.retrieve(q, k=3, where={})) == 3
+    # variants of the kind: an empty generator, an empty set, a prefix narrowing an allow-list to nothing
+    assert r.retrieve(q, k=3, doc_ids=iter(())) == []
+    assert r.retrieve(q, k=3, doc_ids=set()) == []
+    assert r.retrieve(q, k=3, doc_ids=["hr-policy"], source_prefix="salary") == []
+    with pytest.raises(ConfigError, match="doc_ids: expected a list"):
+        r.retrieve(q, k=3, doc_ids="salary-bands")
+
+
+def test_case_32_empty_allow_lists_in_every_mode(data_store, fake_embedder):
+    store, _ = data_store
+    for mode in MODES.values():
+        r = _retriever(store, fake_embedder, **mode)
+        assert r.retrieve("parental leave", k=3, doc_ids=[]) == []
+        r.index.close()
+
+
+def test_doc_ids_accept_the_citation_form(case32):
+    r = case32
+    assert r.resolve_doc_ids(["salary-bands.md", "hr-policy", "nope.md"]) == (
+        ["salary-bands", "hr-policy", "nope.md"], ["nope.md"])
+    assert {s.doc_id for s in r.retrieve("What does band E3 pay?", k=3, doc_ids=["salary-bands.md"])} == {
+        "salary-bands"}
+    assert r.resolve_doc_ids(["salary-bands.markdown"])[1] == ["salary-bands.markdown"]  # another suffix
+
+
+def test_an_empty_query_is_refused(case32):
+    for q in ("", "   ", "\n\t"):
+        with pytest.raises(ConfigError, match="query: expected a question or keywords"):
+            case32.retrieve(q)
+
+
+def test_unsupported_filter_operators_are_refused_on_every_path(case32):
+    with pytest.raises(ConfigError, match=r"operator '\$contains' is not supported; supported: "):
+        case32.retrieve("band", k=2, where={"title": {"$contains": "band"}})
+
+
+def test_order_operators_filter_dense_and_lexical_hits_alike(data_store, fake_embedder):
+    store, _ = data_store
+    for mode in ({}, {"hybrid": True}):
+        r = _retriever(store, fake_embedder, **mode)
+        got = r.retrieve("leave pay pressure", k=4, where={"level": {"$gt": 1}})
+        assert len(got) == 4 and all(s.level > 1 for s in got)
+        r.index.close()
+
+
+def test_a_query_never_creates_a_store(tmp_path, fake_embedder):
+    from proxypointer.errors import StoreError
+    from proxypointer.pipeline import Index
+
+    missing = tmp_path / "typo"
+    r = Retriever(Index(missing, ProxyPointerConfig(), fake_embedder))
+    with pytest.raises(StoreError, match="no proxypointer store here"):
+        r.retrieve("anything")
+    assert not missing.exists()
+
+
+def test_case_36_a_long_query_keeps_its_question(make_index, cases_dir, caplog):
+    import logging
+
+    case = cases_dir / "36-long-query-truncation"
+    idx = make_index()
+    idx.ingest([case / "corpus"], show_progress=False)
+    question = "How many weeks of full pay do new parents get?"
+    long_q = (case / "filler.txt").read_text().strip() + "\n\n" + question
+    r = Retriever(idx)
+    assert r.retrieve(question, k=1)[0].title == "Parental leave pay"
+    with caplog.at_level(logging.WARNING, logger="proxypointer.ranking"):
+        (s,) = r.retrieve(long_q, k=1)
+    assert s.title == "Parental leave pay"
+    n = idx.embedder.tokenizer.count(long_q)
+    assert any(f"query has {n} word pieces" in m for m in caplog.messages)
+
+
+def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_old_version(
+    make_index, tmp_path, monkeypatch
+):
+    from proxypointer.ranking import Ranker
+
+    doc = tmp_path / "docs" / "guide.md"
+    doc.parent.mkdir()
+    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n")
+    cfg = ProxyPointerConfig(retrieval=RetrievalConfig(hybrid=True))
+    idx = make_index(cfg)
+    assert idx.ingest([doc.parent], show_progress=False).indexed == 1
+    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with citric acid.\n")
+
+    def killed(*args, **kwargs):  # the new chunks are in Chroma; the process dies before the flip
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(idx.registry, "commit_version", killed)
+    with pytest.raises(KeyboardInterrupt):
+        idx.ingest([doc.parent], show_progress=False)
+    monkeypatch.undo()
+    assert len(idx.store.all_ids()) > len(idx.registry.chunk_ids())  # the new version's chunks are written
+
+    reader = make_index(cfg, store=idx.root)
+    ranker = Ranker(reader)
+    assert ranker.lexical("citric acid", 10) == []
+    old = ranker.hydrate(ranker.lexical("vinegar", 10))
+    assert old and all(h.metadata["version"] == reader.registry.get("guide").version for h in old)
+    (s,) = Retriever(reader).retrieve("descale with citric acid or vinegar", k=1)
+    assert "vinegar" in s.text and "citric" not in s.text

@@ -60,7 +60,7 @@ def test_search_returns_the_retriever_sections_with_their_citations(service, sto
                 (s.citation, s.text, list(s.breadcrumb)) for s in expected
             ]
             assert all(not s["truncated"] and s["next_start_line"] is None for s in got)
-            assert all("chunk_text" not in s and "delivered_text" not in s for s in got)
+            assert all("chunk_text" not in s for s in got)
 
 
 def test_search_budget_cuts_whole_stored_lines(service, store, fake_embedder):

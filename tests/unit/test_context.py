@@ -1,4 +1,4 @@
-"""Fusion, section scoring, BM25, packing under a budget, and Retriever.assemble."""
+"""Context assembly: packing lines under a budget, Assembler.assemble and Assembler.pack."""
 
 from __future__ import annotations
 
@@ -7,16 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.assembly import (
-    LexicalIndex,
-    cut_to_tokens,
-    fuse_rrf,
-    matches_where,
-    pack_windows,
-    rank_sections,
-    subtract_interval,
-)
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.context import Assembler, ContextBlock, cut_to_tokens, pack_windows, subtract_interval
 from proxypointer.errors import ConfigError
 from proxypointer.store import Hit
 
@@ -29,43 +21,11 @@ def hit(cid, node, score=0.0, start=1, end=10, cs=None, ce=None, doc="d", text="
     return Hit(cid, text, meta, score)
 
 
-def test_fuse_rrf_hand_computed():
-    a, b, c = hit("a", "n1"), hit("b", "n2"), hit("c", "n3")
-    fused = fuse_rrf([[a, b], [c, a]], [1.0, 1.0], rrf_k=1)
-    # a: 1/2 + 1/3; b: 1/3; c: 1/2
-    assert [h.chunk_id for h in fused] == ["a", "c", "b"]
-    assert fused[0].score == pytest.approx(1 / 2 + 1 / 3)
-    assert fused[1].score == pytest.approx(1 / 2)
-    fused = fuse_rrf([[a, b], [c, a]], [1.0, 0.0], rrf_k=1)
-    assert [h.chunk_id for h in fused] == ["a", "b", "c"]
-
-
-def test_rank_sections_methods():
-    hits = [hit("1", "x", 0.9), hit("2", "y", 0.8), hit("3", "y", 0.7), hit("4", "y", 0.1), hit("5", "x", 0.05)]
-    assert [g[0].metadata["node_id"] for g in rank_sections(hits, "max")] == ["x", "y"]
-    # sum of top 2: x 0.95, y 1.5
-    groups = rank_sections(hits, "sum", top_n=2)
-    assert [g[0].metadata["node_id"] for g in groups] == ["y", "x"]
-    assert [h.chunk_id for h in groups[0]] == ["2", "3", "4"]
-    # rrf, k=1: x 1/2 + 1/6, y 1/3 + 1/4 + 1/5
-    assert [g[0].metadata["node_id"] for g in rank_sections(hits, "rrf", rrf_k=1)] == ["y", "x"]
-
-
 def test_subtract_interval():
     assert subtract_interval(1, 10, []) == [(1, 10)]
     assert subtract_interval(1, 10, [(3, 4), (8, 12)]) == [(1, 2), (5, 7)]
     assert subtract_interval(5, 6, [(1, 10)]) == []
     assert subtract_interval(5, 6, [(1, 2), (9, 9)]) == [(5, 6)]
-
-
-def test_matches_where():
-    m = {"doc_id": "a", "kind": "heading"}
-    assert matches_where(m, None)
-    assert matches_where(m, {"doc_id": "a"})
-    assert not matches_where(m, {"doc_id": "b"})
-    assert matches_where(m, {"doc_id": {"$in": ["a", "b"]}})
-    assert matches_where(m, {"$and": [{"doc_id": "a"}, {"kind": {"$ne": "window"}}]})
-    assert not matches_where(m, {"$or": [{"doc_id": "b"}, {"kind": "window"}]})
 
 
 TOKS = {"dh": [10] * 40, "eh": [10] * 40}
@@ -129,16 +89,6 @@ def test_cut_to_tokens_exact_and_fallback(fake_embedder):
     assert cut_to_tokens("a b c d", 2, Words()) == "a b "
 
 
-def test_lexical_index_ranks_by_bm25():
-    hits = [hit("1", "a", text="hashing trick for features"), hit("2", "b", text="news corpora and data"),
-            hit("3", "c", text="the the the")]
-    lex = LexicalIndex(hits)
-    found = lex.search("Which hashing trick?", 5)
-    assert [h.chunk_id for h in found] == ["1"] and found[0].score > 0
-    assert lex.search("nothing matches", 5) == []
-    assert [h.chunk_id for h in lex.search("data hashing", 5, lambda h: h.metadata["node_id"] == "b")] == ["2"]
-
-
 @pytest.fixture
 def index(make_index):
     def _make(**retrieval):
@@ -155,50 +105,87 @@ def test_assemble_fills_the_budget_without_repeating_lines(index):
     from proxypointer.tree import split_lines
 
     idx = index()
-    r = Retriever(idx)
+    a = Assembler(Retriever(idx))
     for budget in (50, 300, 1500):
-        blocks = r.assemble("sick leave pay", budget)
-        assert blocks
-        assert sum(b.delivered_tokens for b in blocks) <= budget
+        blocks = a.assemble("sick leave pay", budget)
+        assert blocks and all(isinstance(b, ContextBlock) for b in blocks)
+        assert sum(b.tokens for b in blocks) <= budget
         seen = set()
         for b in blocks:
-            assert b.start_line <= b.delivered_start_line <= b.delivered_end_line <= b.end_line
+            s = b.section
+            assert s.start_line <= b.start_line <= b.end_line <= s.end_line
             lines = split_lines(idx.registry.load_source(idx.registry.get(b.doc_id).doc_hash))
-            full = "\n".join(lines[b.delivered_start_line - 1 : b.delivered_end_line])
-            assert full.startswith(b.delivered_text)
-            assert idx.embedder.tokenizer.count(b.delivered_text) == b.delivered_tokens
-            own = {(b.doc_id, x) for x in range(b.delivered_start_line, b.delivered_end_line + 1)}
+            full = "\n".join(lines[b.start_line - 1 : b.end_line])
+            assert full.startswith(b.text)
+            assert idx.embedder.tokenizer.count(b.text) == b.tokens
+            assert b.citation == f"{b.doc_id}.md#L{b.start_line}-L{b.end_line}"
+            own = {(b.doc_id, x) for x in range(b.start_line, b.end_line + 1)}
             assert not own & seen
             seen |= own
     with pytest.raises(ConfigError):
-        r.assemble("x", 0)
+        a.assemble("x", 0)
+    with pytest.raises(ConfigError, match="query"):
+        a.assemble("  ", 100)
 
 
-def test_hybrid_and_section_scoring_keep_sections_distinct(index):
+def test_assemble_blocks_carry_the_cosine_of_their_chunk(index):
     from proxypointer.retrieval import Retriever
 
-    for kwargs in ({"hybrid": True}, {"section_scoring": "sum"}, {"section_scoring": "rrf", "hybrid": True}):
-        r = Retriever(index(**kwargs))
-        secs = r.retrieve("parental leave", k=5)
-        keys = [(s.doc_id, s.node_id) for s in secs]
-        assert len(keys) == len(set(keys)) == 5
-        assert [s.score for s in secs] == sorted((s.score for s in secs), reverse=True)
-        one = r.retrieve("parental leave", k=3, doc_ids=[secs[0].doc_id])
-        assert {s.doc_id for s in one} == {secs[0].doc_id}
+    idx = index(hybrid=True, section_scoring="sum")
+    blocks = Assembler(Retriever(idx)).assemble("parental leave pay", 800)
+    q = idx.embedder.encode_query("parental leave pay")
+    ids = [b.section.chunk_id for b in blocks]
+    found, vectors = idx.store.vectors(ids)
+    cosine = dict(zip(found, (vectors @ q).tolist(), strict=True))
+    assert blocks and all(b.section.score == pytest.approx(cosine[b.section.chunk_id], abs=1e-5) for b in blocks)
+
+
+def test_assemble_with_an_empty_allow_list_delivers_nothing(index):
+    from proxypointer.retrieval import Retriever
+
+    a = Assembler(Retriever(index()))
+    assert a.assemble("parental leave pay", 500, doc_ids=[]) == []
+    assert a.assemble("parental leave pay", 500, doc_ids=()) == []
+    assert a.assemble("parental leave pay", 500, source_prefix="no-such-prefix") == []
+    assert a.assemble("parental leave pay", 500, where={})
+
+
+def test_pack_keeps_whole_sections_within_the_budget(index):
+    from proxypointer.retrieval import Retriever
+
+    r = Retriever(index())
+    a = Assembler(r)
+    sections = r.retrieve("How is parental leave paid?", k=4)
+    tok = r.index.embedder.tokenizer
+    sizes = [tok.count(s.text) for s in sections]
+    everything = a.pack(sections, sum(sizes))
+    assert [b.section for b in everything] == sections and all(b.whole for b in everything)
+    # a budget that leaves the second section out still takes later ones that fit
+    budget = sizes[0] + min(sizes[2:])
+    if sizes[1] > min(sizes[2:]):
+        got = a.pack(sections, budget)
+        assert got[0].section == sections[0] and sections[1] not in [b.section for b in got]
+        assert sum(b.tokens for b in got) <= budget
+    # the first section alone over the budget: cut at a word-piece boundary, never over
+    (first,) = a.pack(sections[:1], 5)
+    assert first.tokens == 5 == tok.count(first.text) and sections[0].text.startswith(first.text)
+    assert first.citation.startswith(sections[0].citation.split("#")[0]) and not first.whole
+    with pytest.raises(ConfigError):
+        a.pack(sections, 0)
 
 
 def test_title_routing_restricts_to_a_named_document(index):
-    from proxypointer.retrieval import Retriever, _strip_titles
+    from proxypointer.retrieval import Retriever
 
-    assert _strip_titles("Employee  handbook. How much sick pay?", ["Employee Handbook"]) == "How much sick pay?"
-    assert _strip_titles("Employee Handbook", ["Employee Handbook"]) == "Employee Handbook"
     idx = index(title_routing_docs=2)
     titles = {r.doc_id: r.title for r in idx.registry.documents()}
     doc = next(d for d, t in titles.items() if t == "Telemetry Gateway Specification")
     r = Retriever(idx)
     secs = r.retrieve("Telemetry Gateway Specification. What happens when a buffer is full?", k=5)
-    assert secs and {s.doc_id for s in secs} == {doc}
-    blocks = r.assemble("Telemetry Gateway Specification. What happens when a buffer is full?", 400)
+    assert secs and {s.doc_id for s in secs[:3]} == {doc}
+    n_doc = len({h.split("::")[2] for h in idx.registry.chunk_ids(doc)})
+    assert {s.doc_id for s in secs[:n_doc]} == {doc}  # the named document first, then the others
+    blocks = Assembler(r).assemble("Telemetry Gateway Specification. What happens when a buffer is full?", 400)
     assert blocks and {b.doc_id for b in blocks} == {doc}
     # Without the title every document stays searchable; a doc filter of one document skips routing.
     assert len({s.doc_id for s in r.retrieve("leave buffer retention expenses visit", k=10)}) > 1

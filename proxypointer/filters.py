@@ -1,0 +1,139 @@
+"""Metadata filters: one meaning on every search path.
+
+A query's ``where`` filter reaches Chroma (dense hits), the exact numpy search of a small
+``doc_id`` filter, the registry's FTS5 search (lexical hits, checked by :func:`matches_where`)
+and title routing. :func:`check_where` refuses, at the edge, any operator that one of them could
+not honour, instead of letting a path silently match nothing (BM25 dropped every hit for
+``$gt`` before); the operators are Chroma's, with Chroma's meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids", "matches_where"]
+
+#: Metadata filter operators honoured by every search path (Chroma, the exact search, lexical
+#: hits and title routing), with Chroma's meaning.
+SUPPORTED_OPERATORS = ("$and", "$or", "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
+
+_FIELD_OPS = frozenset(SUPPORTED_OPERATORS) - {"$and", "$or"}
+_ORDER_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+
+
+def check_where(where: dict[str, Any] | None, *, where_name: str = "where") -> dict[str, Any] | None:
+    """Validate a Chroma-style metadata filter and put it in the form Chroma accepts.
+
+    Every search path must read a filter the same way: Chroma applies it to dense hits,
+    :func:`matches_where` to lexical hits. An operator outside :data:`SUPPORTED_OPERATORS` is
+    refused here rather than silently matching nothing on one path.
+
+    Args:
+        where: ``{field: value}``, ``{field: {op: value}}``, ``{"$and": [...]}`` or
+            ``{"$or": [...]}``; several fields in one mapping mean all of them.
+        where_name: Name used in error messages.
+
+    Returns:
+        ``None`` for no condition (``None`` or ``{}``); otherwise the filter with several
+        fields of one mapping joined by ``$and`` and one-clause ``$and``/``$or`` unwrapped
+        (Chroma refuses both forms).
+
+    Raises:
+        ConfigError: Naming the operator or value that is not supported, and the supported
+            operators.
+    """
+    if where is None:
+        return None
+    if not isinstance(where, dict):
+        raise ConfigError(f"{where_name}: expected a mapping, got {type(where).__name__}")
+    if not where:
+        return None
+    clauses = [_check_clause(key, value, where_name) for key, value in where.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _check_clause(key: str, value: Any, where_name: str) -> dict[str, Any]:
+    supported = ", ".join(SUPPORTED_OPERATORS)
+    if key in ("$and", "$or"):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"{where_name}: {key} expects a non-empty list of filters, got {value!r}")
+        parts = [check_where(v, where_name=where_name) for v in value]
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return {}
+        return parts[0] if len(parts) == 1 else {key: parts}
+    if key.startswith("$"):
+        raise ConfigError(f"{where_name}: operator {key!r} is not supported; supported: {supported}")
+    if isinstance(value, dict):
+        if len(value) != 1:
+            raise ConfigError(f"{where_name}.{key}: expected one operator, got {sorted(value)}")
+        ((op, arg),) = value.items()
+        if op not in _FIELD_OPS:
+            raise ConfigError(f"{where_name}.{key}: operator {op!r} is not supported; supported: {supported}")
+        if op in _ORDER_OPS and (isinstance(arg, bool) or not isinstance(arg, (int, float))):
+            raise ConfigError(f"{where_name}.{key}: {op} expects a number, got {arg!r}")
+        if op in ("$in", "$nin") and not isinstance(arg, (list, tuple)):
+            raise ConfigError(f"{where_name}.{key}: {op} expects a list, got {arg!r}")
+        return {key: {op: list(arg) if op in ("$in", "$nin") else arg}}
+    if not isinstance(value, (str, int, float, bool)):
+        raise ConfigError(f"{where_name}.{key}: expected a str, int, float or bool, got {value!r}")
+    return {key: value}
+
+
+def matches_where(metadata: dict[str, Any], where: dict[str, Any] | None) -> bool:
+    """Evaluate a filter checked by :func:`check_where` on one chunk's metadata, as Chroma does.
+
+    A field missing from the metadata matches only ``$ne`` and ``$nin``; order operators
+    (``$gt``...) compare numbers only.
+    """
+    if not where:
+        return True
+    for key, cond in where.items():
+        if key == "$and":
+            if not all(matches_where(metadata, c) for c in cond):
+                return False
+        elif key == "$or":
+            if not any(matches_where(metadata, c) for c in cond):
+                return False
+        elif isinstance(cond, dict):
+            if not all(_matches_op(metadata.get(key), op, arg) for op, arg in cond.items()):
+                return False
+        elif metadata.get(key) != cond:
+            return False
+    return True
+
+
+def _matches_op(value: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return value == arg
+    if op == "$ne":
+        return value != arg
+    if op == "$in":
+        return value in arg
+    if op == "$nin":
+        return value not in arg
+    if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+        return False
+    return {"$gt": value > arg, "$gte": value >= arg, "$lt": value < arg, "$lte": value <= arg}[op]
+
+
+def filter_doc_ids(where: dict[str, Any] | None) -> list[str] | None:
+    """Doc ids allowed by a filter that is only a ``doc_id`` equality, ``$eq`` or ``$in``; else ``None``."""
+    if not where or set(where) != {"doc_id"}:
+        return None
+    cond = where["doc_id"]
+    if isinstance(cond, str):
+        return [cond]
+    if isinstance(cond, dict) and set(cond) == {"$in"} and isinstance(cond["$in"], list):
+        return [str(c) for c in cond["$in"]]
+    if isinstance(cond, dict) and set(cond) == {"$eq"} and isinstance(cond["$eq"], str):
+        return [cond["$eq"]]
+    return None
+
+
+def doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:
+    """Chroma filter for a non-empty list of doc ids."""
+    return {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}

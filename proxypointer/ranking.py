@@ -1,0 +1,609 @@
+"""Ranking: a query -> chunk hits, best first, and chunk hits -> scored sections.
+
+Up to three rankings of chunks, fused by reciprocal rank fusion (RRF), then section scores:
+
+* **dense**: cosine similarity of the query vector(s) to the chunk vectors (Chroma, or an exact
+  numpy search for a small ``doc_id`` filter);
+* **lexical**: BM25 over what was embedded (breadcrumb + chunk text), from the registry's SQLite
+  FTS5 table (``retrieval.hybrid``);
+* **title routing**: dense hits inside the documents whose titles best match the query
+  (``retrieval.title_routing_docs``); a query that names a title verbatim is searched in that
+  document only (:meth:`Ranker.route`);
+* chunk hits -> sections: :func:`score_sections` (``max``, ``sum`` or ``rrf``).
+
+A :class:`Ranker` only ranks chunks; :mod:`proxypointer.retrieval` turns them into sections.
+Scores are higher-is-better everywhere: cosine similarity (Chroma returns cosine *distance*),
+BM25, or a fused RRF score. Tokens are word pieces of the embedding model's tokenizer without
+special tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import ConfigError, MissingDependencyError
+from .filters import doc_filter, filter_doc_ids, matches_where
+from .store import Hit
+
+if TYPE_CHECKING:
+    from .pipeline import Index
+
+__all__ = [
+    "EXACT_SEARCH_MAX_CHUNKS",
+    "MAX_QUERY_WINDOWS",
+    "STOPWORDS",
+    "LexicalIndex",
+    "Ranker",
+    "Ranking",
+    "Route",
+    "fuse_rrf",
+    "lexical_terms",
+    "rank_sections",
+    "score_sections",
+    "strip_titles",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Largest number of live chunks that a plain ``doc_id`` filter searches exactly (their vectors
+#: read by id and scored in numpy) rather than through Chroma's filtered HNSW search. Reading
+#: vectors back costs about 0.1 ms per chunk here, Chroma's filtered search ~100 ms at 100k
+#: chunks whatever the filter selects (docs/benchmarks.md).
+EXACT_SEARCH_MAX_CHUNKS = 1000
+
+#: Most windows a long query is embedded in (see :meth:`Ranker.query_vectors`); beyond that,
+#: the last paragraphs are kept (a question pasted after a preamble ends the query).
+MAX_QUERY_WINDOWS = 8
+
+#: Words left out of lexical queries: Lucene's English stop set (the same 33 words as bm25s's
+#: ``STOPWORDS_EN``, which the in-memory index used before FTS5).
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
+    "this to was will with".split()
+)
+
+#: Most distinct terms of one lexical query (the last ones are kept: a question pasted after a
+#: long preamble ends the query); keeps an FTS5 ``OR`` query over a pasted page bounded.
+MAX_LEXICAL_TERMS = 64
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+# -- fusion and section scores ------------------------------------------------------------------
+def _key(hit: Hit) -> tuple[str, str]:
+    return hit.metadata["doc_id"], hit.metadata["node_id"]
+
+
+def fuse_rrf(rankings: Sequence[Sequence[Hit]], weights: Sequence[float], rrf_k: int = 60) -> list[Hit]:
+    """Reciprocal rank fusion of several chunk rankings (Cormack et al. 2009).
+
+    Args:
+        rankings: Hit lists, each best first; the same chunk is matched by ``chunk_id``.
+        weights: One weight per ranking.
+        rrf_k: The constant ``k`` of ``weight / (k + rank)``, rank 1-based.
+
+    Returns:
+        Every chunk once, ordered by fused score (higher is better; ties keep the order of
+        first appearance); ``Hit.score`` is the fused score.
+    """
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for hits, w in zip(rankings, weights, strict=True):
+        for rank, h in enumerate(hits, 1):
+            scores[h.chunk_id] = scores.get(h.chunk_id, 0.0) + w / (rrf_k + rank)
+            first.setdefault(h.chunk_id, h)
+    order = sorted(first, key=lambda cid: -scores[cid])
+    return [replace(first[cid], score=scores[cid]) for cid in order]
+
+
+def score_sections(
+    hits: Sequence[Hit], method: str = "max", top_n: int = 3, rrf_k: int = 60
+) -> list[tuple[float, list[Hit]]]:
+    """Group chunk hits by section (doc_id, node_id) and score the sections.
+
+    Args:
+        hits: Chunk hits, best first (``score``: higher is better).
+        method: ``max`` (score of the best chunk), ``sum`` (sum of the ``top_n`` best chunk
+            scores) or ``rrf`` (sum of ``1 / (rrf_k + rank)`` over the section's chunks, rank
+            1-based in ``hits``).
+        top_n: Chunks counted by ``sum``.
+        rrf_k: Constant of ``rrf``.
+
+    Returns:
+        ``(score, hits of the section best first)`` per section, best section first (ties keep
+        the rank of their best chunk).
+
+    Raises:
+        ConfigError: If ``method`` is none of the three.
+    """
+    if method not in ("max", "sum", "rrf"):
+        raise ConfigError(f"section_scoring: expected 'max', 'sum' or 'rrf', got {method!r}")
+    groups: dict[tuple[str, str], list[Hit]] = {}
+    score: dict[tuple[str, str], float] = {}
+    for rank, h in enumerate(hits, 1):
+        key = _key(h)
+        group = groups.setdefault(key, [])
+        group.append(h)
+        if method == "max":
+            score.setdefault(key, h.score)
+        elif method == "sum":
+            if len(group) <= top_n:
+                score[key] = score.get(key, 0.0) + h.score
+        else:
+            score[key] = score.get(key, 0.0) + 1.0 / (rrf_k + rank)
+    order = sorted(groups, key=lambda k: -score[k])  # stable: first-appearance order on ties
+    return [(float(score[k]), groups[k]) for k in order]
+
+
+def rank_sections(hits: Sequence[Hit], method: str = "max", top_n: int = 3, rrf_k: int = 60) -> list[list[Hit]]:
+    """Like :func:`score_sections`, without the scores: hits per section, best section first."""
+    return [group for _, group in score_sections(hits, method, top_n, rrf_k)]
+
+
+def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    return b if not a else {"$and": [a, b]}
+
+
+# -- lexical search -----------------------------------------------------------------------------
+def lexical_terms(query: str, max_terms: int = MAX_LEXICAL_TERMS) -> list[str]:
+    """Distinct lower-cased words of two or more characters, stop words removed, in query order.
+
+    The registry quotes each one for FTS5 (:meth:`~proxypointer.registry.Registry.lexical_search`),
+    so operators (``AND``, ``NEAR``), column filters and ``*`` in a query are plain words.
+
+    Args:
+        query: The query text.
+        max_terms: Most terms kept; the last ones win.
+
+    Returns:
+        The terms, at most ``max_terms``.
+    """
+    terms = list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in STOPWORDS))
+    return terms[-max_terms:]
+
+
+class LexicalIndex:
+    """In-memory BM25 (bm25s, Lucene variant) over a few texts: document titles, baselines.
+
+    Chunks are searched through the registry's FTS5 table instead (see :class:`Ranker`); this
+    index serves title routing (one text per document) and the ``bm25-sections`` baseline of
+    the evaluation harness.
+
+    Args:
+        hits: The texts to index, as hits (text and metadata; score ignored).
+        text_of: What is indexed for a hit; default its text.
+
+    Raises:
+        MissingDependencyError: If bm25s is not installed.
+    """
+
+    def __init__(self, hits: Sequence[Hit], text_of: Callable[[Hit], str] | None = None) -> None:
+        try:
+            import bm25s
+        except ImportError as err:
+            raise MissingDependencyError("title routing needs bm25s; pip install bm25s") from err
+        # bm25s sets its own logger to DEBUG at import (STYLE.md); give the level back to the app.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
+        self.hits = list(hits)
+        self._bm25 = bm25s.BM25()
+        corpus = [self.tokenize(text_of(h) if text_of else h.text) or ["__empty__"] for h in self.hits]
+        if corpus:
+            self._bm25.index(corpus, show_progress=False)
+
+    @staticmethod
+    def tokenize(text: str) -> list[str]:
+        """Lower-cased words of two or more characters, stop words removed."""
+        return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+    def search(self, query: str, n: int, keep: Callable[[Hit], bool] | None = None) -> list[Hit]:
+        """Return the ``n`` best texts with a positive BM25 score, best first (``score``: BM25)."""
+        if not self.hits:
+            return []
+        words = [w for w in self.tokenize(query) if w in self._bm25.vocab_dict]
+        if not words:
+            return []
+        scores = np.asarray(self._bm25.get_scores(words), dtype=np.float64)
+        out: list[Hit] = []
+        for i in np.argsort(-scores, kind="stable"):
+            if scores[i] <= 0 or len(out) >= n:
+                break
+            h = self.hits[int(i)]
+            if keep is None or keep(h):
+                out.append(replace(h, score=float(scores[i])))
+        return out
+
+
+# -- the ranker ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where title routing sends a query (see :meth:`Ranker.route`).
+
+    Attributes:
+        query: The text to search: the query, with a title it names verbatim removed.
+        where: The filter, narrowed to the named documents when the query names titles.
+        named: Doc ids whose titles the query names (searched alone); empty otherwise.
+        boost: Doc ids whose titles best match the query, searched as an extra fused ranking
+            (empty when ``named`` is set or routing is off).
+    """
+
+    query: str
+    where: dict[str, Any] | None
+    named: tuple[str, ...] = ()
+    boost: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Chunk hits of one query, best first.
+
+    Attributes:
+        hits: Live chunk hits, best first, without text (pointer metadata from the chunk id;
+            :meth:`Ranker.hydrate` reads the rest). ``score`` is the cosine similarity when the
+            dense ranking is the only one, else the fused RRF score; higher is better.
+        cosine: ``chunk_id -> cosine similarity`` of the chunks found by a dense search (for a
+            query embedded in several windows, the best over them).
+        vectors: The query vectors searched, float32 ``(n_windows, dim)``, rows L2-normalised.
+    """
+
+    hits: list[Hit]
+    cosine: dict[str, float] = field(default_factory=dict)
+    vectors: np.ndarray | None = None
+
+
+class Ranker:
+    """Rank the live chunks of an :class:`~proxypointer.pipeline.Index` for a query.
+
+    Thread-safe: the one cache (the title index of title routing, rebuilt when the registry's
+    generation moves) is guarded by a lock; the registry and Chroma are used as the Index
+    allows.
+
+    Args:
+        index: The index to search; its embedder embeds the queries.
+    """
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.config = index.config.retrieval
+        self._lock = threading.Lock()
+        #: ``(registry generation, index over live document titles)``; one entry.
+        self._titles: tuple[int, LexicalIndex] | None = None
+
+    # -- query vectors ----------------------------------------------------------------------
+    def query_vectors(self, query: str) -> np.ndarray:
+        """Embed a query; a query longer than the model reads is embedded in windows.
+
+        The model reads at most ``max_seq_length`` tokens (256 for all-MiniLM-L6-v2, special
+        tokens included) and silently drops the rest (shared case 36). A longer query is split
+        at paragraph breaks (blank lines, else line ends): the last paragraph is one window, the
+        ones before it are packed into as few windows as fit, and a paragraph longer than the
+        model reads is cut at word-piece boundaries. Each window is embedded, and a chunk's
+        similarity is its best over the windows, so a question typed after a pasted e-mail
+        still finds its section. At most :data:`MAX_QUERY_WINDOWS` windows, the last ones (the
+        question usually comes last). Logged at WARNING with both lengths.
+
+        Args:
+            query: The query text.
+
+        Returns:
+            float32 ``(n_windows, dim)``, rows L2-normalised; one row when the query fits.
+        """
+        embedder = self.index.embedder
+        windows = self._windows(query)
+        if not hasattr(embedder, "encode_query"):
+            return np.asarray(embedder.encode(windows), dtype=np.float32)
+        # encode_query adds the configured query prefix and caches repeated queries.
+        return np.stack([np.asarray(embedder.encode_query(w), dtype=np.float32) for w in windows])
+
+    def _windows(self, query: str) -> list[str]:
+        tok = self.index.embedder.tokenizer
+        max_len = getattr(tok, "max_seq_length", None)
+        if not max_len:
+            return [query]
+        limit = max_len - int(getattr(tok, "n_special", 0))
+        n_tokens = tok.count(query)
+        if n_tokens <= limit:
+            return [query]
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", query) if p.strip()]
+        if len(paragraphs) == 1:
+            paragraphs = [p.strip() for p in query.splitlines() if p.strip()]
+        # The last paragraph (the question, typically) alone; the ones before it packed into as
+        # few windows as fit.
+        windows: list[str] = []
+        for p in paragraphs[:-1]:
+            joined = f"{windows[-1]}\n\n{p}" if windows else ""
+            if joined and tok.count(joined) <= limit:
+                windows[-1] = joined
+            else:
+                windows.extend(_split_to_tokens(p, limit, tok))
+        windows.extend(_split_to_tokens(paragraphs[-1], limit, tok))
+        windows = windows[-MAX_QUERY_WINDOWS:]
+        logger.warning(
+            "query has %d word pieces, more than the %d the model reads (max_seq_length %d less "
+            "special tokens): embedded in %d windows, each chunk scored by its best window",
+            n_tokens,
+            limit,
+            max_len,
+            len(windows),
+        )
+        return windows
+
+    # -- dense ------------------------------------------------------------------------------
+    def dense(
+        self,
+        query: str,
+        n: int,
+        where: dict[str, Any] | None = None,
+        *,
+        vectors: np.ndarray | None = None,
+        hydrate: bool = False,
+    ) -> list[Hit]:
+        """Live chunk hits by cosine similarity, best first (no deduplication).
+
+        Args:
+            query: Question or keywords (embedded unless ``vectors`` is given).
+            n: Chunks fetched per query vector before the live-version check (so up to ``n``
+                come back).
+            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`). A
+                plain ``doc_id`` filter over at most :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks
+                is searched exactly, by scoring those chunks' stored vectors, instead of by
+                Chroma's filtered HNSW search (111 vs ~6 ms for one paper at 100k chunks,
+                docs/benchmarks.md).
+            vectors: Query vectors from :meth:`query_vectors`, float32 ``(n_windows, dim)``.
+            hydrate: Read each hit's text and metadata (see :meth:`hydrate`). When false,
+                ``text`` is ``""`` and ``metadata`` holds only ``doc_id``, ``version``,
+                ``node_id`` and ``chunk_index`` (parsed from the chunk id).
+
+        Returns:
+            Hits with cosine similarity scores (best over the query's windows), best first.
+
+        Raises:
+            StoreError: If Chroma fails.
+            ConfigError: If the store was built with another embedding model (or the same
+                model with ``quantize_int8`` set differently).
+        """
+        self.index.check_model(record=False)  # vectors of another model would rank nonsense
+        vecs = self.query_vectors(query) if vectors is None else vectors
+        pairs = self._exact_search(vecs, n, where)
+        if pairs is None:
+            best: dict[str, float] = {}
+            for v in vecs:
+                for cid, score in self.index.store.query_ids(v, n, where):
+                    if score > best.get(cid, -np.inf):
+                        best[cid] = score
+            pairs = sorted(best.items(), key=lambda p: -p[1])[:n] if len(vecs) > 1 else list(best.items())
+        found = self.live([_id_hit(cid, score) for cid, score in pairs])
+        return self.hydrate(found) if hydrate else found
+
+    def _exact_search(
+        self, vectors: np.ndarray, n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]] | None:
+        """Exact top-``n`` over the live chunks of a plain doc_id filter; ``None`` when not applicable."""
+        doc_ids = filter_doc_ids(where)
+        if doc_ids is None:
+            return None
+        ids = self.index.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
+        if ids is None:
+            return None
+        found, stored = self.index.store.vectors(ids)
+        if not found:
+            return []
+        scores = (stored @ np.asarray(vectors, dtype=np.float32).T).max(axis=1)
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [(found[i], float(scores[i])) for i in order]
+
+    def cosines(self, chunk_ids: Sequence[str], vectors: np.ndarray) -> dict[str, float]:
+        """Cosine similarity of stored chunk vectors to the query (best over its windows).
+
+        Used for chunks a lexical search found that no dense search returned. Ids missing from
+        Chroma are left out.
+        """
+        if not chunk_ids:
+            return {}
+        found, stored = self.index.store.vectors(list(chunk_ids))
+        if not found:
+            return {}
+        scores = (stored @ np.asarray(vectors, dtype=np.float32).T).max(axis=1)
+        return {cid: float(s) for cid, s in zip(found, scores, strict=True)}
+
+    # -- lexical ----------------------------------------------------------------------------
+    def lexical(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        """Live chunk hits by BM25 over breadcrumb + chunk text (the registry's FTS5 table).
+
+        Args:
+            query: Question or keywords; see :func:`lexical_terms` (any word of the query may
+                match).
+            n: Hits fetched. The documents of a ``doc_id`` filter (alone or in an ``$and``) are
+                searched in SQL; any other condition is applied after fetching, so fewer may
+                come back.
+            where: Metadata filter (checked by :func:`~proxypointer.filters.check_where`).
+
+        Returns:
+            Hits without text (like :meth:`dense` with ``hydrate=False``), ``score`` = BM25
+            (higher is better), best first.
+        """
+        terms = lexical_terms(query)
+        if not terms:
+            return []
+        doc_ids = filter_doc_ids(where)
+        if doc_ids is None and where and "$and" in where:  # documents and more: search the documents
+            doc_ids = next((ids for c in where["$and"] if (ids := filter_doc_ids(c)) is not None), None)
+            exact = False
+        else:
+            exact = True
+        pairs = self.index.registry.lexical_search(terms, n, doc_ids)
+        hits = self.live([_id_hit(cid, score) for cid, score in pairs])
+        if where and not (exact and doc_ids is not None):
+            keep = {h.chunk_id for h in self.hydrate(hits) if matches_where(h.metadata, where)}
+            hits = [h for h in hits if h.chunk_id in keep]
+        return hits
+
+    # -- title routing ----------------------------------------------------------------------
+    def route(self, query: str, where: dict[str, Any] | None) -> Route:
+        """Apply title routing (``retrieval.title_routing_docs``) to a query.
+
+        With routing on and more documents searchable than ``title_routing_docs``, the
+        documents are ranked by BM25 of the query against their titles. If the query contains
+        one of the best titles verbatim (case and spacing ignored), the search is restricted to
+        that document and the title removed from the query; otherwise the best documents are
+        searched as an extra ranking (``title_routing_weight``).
+
+        Returns:
+            The route; ``Route(query, where)`` when routing does not apply.
+        """
+        if not self.config.title_routing_docs:
+            return Route(query, where)
+        best = self._title_docs(query, where)
+        named = [(d, t) for d, t in best if _normal(t) and _normal(t) in _normal(query)]
+        if named:
+            ids = tuple(d for d, _ in named)
+            return Route(strip_titles(query, [t for _, t in named]), _and(where, doc_filter(ids)), named=ids)
+        boost = tuple(d for d, _ in best) if self.config.title_routing_weight > 0 else ()
+        return Route(query, where, boost=boost)
+
+    def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
+        """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
+
+        Empty when the filter is not a plain doc_id filter or already allows at most
+        ``retrieval.title_routing_docs`` documents.
+        """
+        allowed: set[str] | None = None
+        if where is not None:
+            ids = filter_doc_ids(where)
+            if ids is None:
+                return []
+            allowed = set(ids)
+        m = self.config.title_routing_docs
+        if allowed is not None and len(allowed) <= m:
+            return []
+        titles = self._title_index()
+        keep = (lambda h: h.metadata["doc_id"] in allowed) if allowed is not None else None
+        return [(h.metadata["doc_id"], h.text) for h in titles.search(query, m, keep)]
+
+    def _title_index(self) -> LexicalIndex:
+        generation = self.index.registry.generation()  # moves with every commit or delete
+        with self._lock:
+            if self._titles is None or self._titles[0] != generation:
+                records = self.index.registry.documents()
+                fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records if r.version]
+                self._titles = (generation, LexicalIndex(fake))
+            return self._titles[1]
+
+    # -- fused --------------------------------------------------------------------------------
+    def rank(self, route: Route, n: int) -> Ranking:
+        """All rankings of a routed query, fused (``retrieval.hybrid``, title routing).
+
+        Args:
+            route: From :meth:`route` (or ``Route(query, where)``).
+            n: Hits fetched per ranking.
+
+        Returns:
+            The fused ranking: with only the dense ranking, its hits and cosine scores; else
+            ``fuse_rrf`` of dense (weight 1), lexical (``lexical_weight``) and routed
+            (``title_routing_weight``) rankings, with fused scores.
+        """
+        cfg = self.config
+        vectors = self.query_vectors(route.query)
+        dense = self.dense(route.query, n, route.where, vectors=vectors)
+        cosine = {h.chunk_id: h.score for h in dense}
+        rankings, weights = [dense], [1.0]
+        if cfg.hybrid:
+            rankings.append(self.lexical(route.query, n, route.where))
+            weights.append(cfg.lexical_weight)
+        if route.boost:
+            routed = self.dense(route.query, n, _and(route.where, doc_filter(route.boost)), vectors=vectors)
+            cosine.update((h.chunk_id, h.score) for h in routed)
+            rankings.append(routed)
+            weights.append(cfg.title_routing_weight)
+        hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
+        return Ranking(hits, cosine, vectors)
+
+    # -- records ----------------------------------------------------------------------------
+    def live(self, hits: Iterable[Hit]) -> list[Hit]:
+        """Keep the hits whose version is their document's live version (registry), in order."""
+        hits = list(hits)
+        versions = self.index.registry.live_versions(h.metadata.get("doc_id", "") for h in hits)
+        out = []
+        for h in hits:
+            live = versions.get(h.metadata.get("doc_id", ""))
+            if live and h.metadata.get("version") == live[0]:
+                out.append(h)
+        return out
+
+    def hydrate(self, hits: Sequence[Hit]) -> list[Hit]:
+        """Fill in the text and metadata of hits that lack them, keeping their order and scores.
+
+        Records are read from the registry's copies, and from Chroma for chunks without one
+        (stores written by older versions, until their next ingest). Hits whose records are
+        gone (a writer replaced the document meanwhile) are dropped.
+        """
+        missing = [h.chunk_id for h in hits if "doc_hash" not in h.metadata]
+        if not missing:
+            return list(hits)
+        # The registry's copies first (SQLite, ~0.1 ms); Chroma only for chunks without one.
+        records = self.index.registry.chunk_records(missing)
+        rest = [cid for cid in missing if cid not in records]
+        if rest:
+            records.update((r.chunk_id, (r.text, r.metadata)) for r in self.index.store.get(rest))
+        out = []
+        for h in hits:
+            if "doc_hash" in h.metadata:
+                out.append(h)
+            elif h.chunk_id in records:
+                text, metadata = records[h.chunk_id]
+                out.append(replace(h, text=text, metadata=metadata))
+        return out
+
+
+def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:
+    """Cut ``text`` into consecutive pieces of at most ``limit`` word pieces (at word-piece boundaries)."""
+    backend = getattr(tokenizer, "backend", None)
+    if backend is None:
+        words, out, cur = text.split(), [], []
+        for w in words:
+            if cur and tokenizer.count(" ".join([*cur, w])) > limit:
+                out.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        return [*out, " ".join(cur)] if cur else out
+    offsets = backend.encode(text, add_special_tokens=False).offsets
+    out = []
+    for i in range(0, len(offsets), limit):
+        part = offsets[i : i + limit]
+        out.append(text[part[0][0] : part[-1][1]])
+    return out
+
+
+def _normal(text: str) -> str:
+    """Lower-case text with runs of whitespace collapsed (for finding a title in a query)."""
+    return " ".join(text.lower().split())
+
+
+def strip_titles(query: str, titles: Sequence[str]) -> str:
+    """Remove titles named in a query, and the punctuation left around them.
+
+    Returns:
+        The query without the titles; the query itself when nothing else would be left.
+    """
+    out = query
+    for t in titles:
+        out = re.sub(r"\s+".join(re.escape(w) for w in t.split()), " ", out, count=1, flags=re.IGNORECASE)
+    out = " ".join(out.split()).strip(" .:;,-")
+    return out or query
+
+
+def _id_hit(chunk_id: str, score: float) -> Hit:
+    """Make a hit whose metadata is only what its id carries (``<doc_id>::<version>::<node_id>::<index>``)."""
+    parts = chunk_id.rsplit("::", 3)
+    if len(parts) != 4:
+        return Hit(chunk_id, "", {}, score)
+    doc_id, version, node_id, index = parts
+    position = int(index) if index.isdigit() else -1
+    meta = {"doc_id": doc_id, "version": version, "node_id": node_id, "chunk_index": position}
+    return Hit(chunk_id, "", meta, score)

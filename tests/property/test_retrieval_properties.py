@@ -1,0 +1,84 @@
+"""Retrieval invariants over random small stores (fake embedder, real Chroma and registry).
+
+``retrieve(k)`` returns ``min(k, sections in scope)`` distinct sections in every scoring mode
+(dense or hybrid; max, sum or rrf; title routing; nested keep or merge), with any allow-list,
+and each section's ``score`` is the cosine similarity of its chunk.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from fakes import HashingEmbedder
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sections import count_sections
+
+from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.pipeline import Index
+from proxypointer.retrieval import Retriever
+
+WORDS = ("kettle", "descale", "vinegar", "toaster", "crumb", "fridge", "leave", "pay", "pump", "pressure",
+         "buffer", "warranty", "returns", "notice", "period", "guide")
+
+MODES = (
+    {},
+    {"hybrid": True},
+    {"section_scoring": "sum", "section_top_n": 2},
+    {"section_scoring": "rrf", "hybrid": True, "rrf_k": 5},
+    {"hybrid": True, "title_routing_docs": 1},
+    {"nested": "merge"},
+    {"nested": "merge", "hybrid": True, "section_scoring": "sum", "title_routing_docs": 1},
+)
+
+_words = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join)
+_section = st.tuples(st.integers(2, 4), st.sampled_from(WORDS), _words)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    """A markdown document: optional preamble, then headed sections (or no heading at all)."""
+    title = draw(st.sampled_from(WORDS)).title() + " " + draw(st.sampled_from(WORDS))
+    lines = [f"# {title}", ""] if draw(st.booleans()) else []
+    preamble = draw(_words)
+    if preamble:
+        lines += [preamble, ""]
+    for level, word, body in draw(st.lists(_section, min_size=0, max_size=6)):
+        lines += [f"{'#' * level} {word.title()}", ""] + ([body, ""] if body else [])
+    text = "\n".join(lines).strip()
+    return text or draw(_words.filter(bool))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    k=st.integers(1, 12),
+    allow=st.sampled_from(["all", "none", "first"]),
+)
+def test_retrieve_returns_min_k_and_sections_in_every_mode(docs, query, k, allow):
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus"
+        corpus.mkdir()
+        for i, text in enumerate(docs):
+            (corpus / f"doc{i}.md").write_text(text + "\n", encoding="utf-8")
+        embedder = HashingEmbedder()
+        with Index(Path(tmp) / "store", ProxyPointerConfig(), embedder) as idx:
+            assert not idx.ingest([corpus], show_progress=False).failed
+        doc_ids = {"all": None, "none": [], "first": ["doc0"]}[allow]
+        for mode in MODES:
+            cfg = ProxyPointerConfig(retrieval=RetrievalConfig(overfetch=1, **mode))
+            with Index(Path(tmp) / "store", cfg, embedder) as idx:
+                want = count_sections(idx.registry, mode.get("nested") == "merge", doc_ids)
+                r = Retriever(idx)
+                got = r.retrieve(query, k=k, doc_ids=doc_ids)
+                assert len(got) == min(k, want), (mode, k, want)
+                assert len({(s.doc_id, s.node_id) for s in got}) == len(got)
+                assert doc_ids is None or {s.doc_id for s in got} <= set(doc_ids)
+                if got:
+                    found, vectors = idx.store.vectors([s.chunk_id for s in got])
+                    # the query as searched: title routing may have taken a title out of it
+                    q = embedder.encode_query(r.ranker.route(query, r.scope(doc_ids=doc_ids).where).query)
+                    cosine = dict(zip(found, (vectors @ q).tolist(), strict=True))
+                    assert all(abs(s.score - cosine[s.chunk_id]) < 1e-5 for s in got), mode

@@ -1,0 +1,102 @@
+"""``query`` and ``ask`` on the command line, in-process with the hashing embedder (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from proxypointer.config import ProxyPointerConfig
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from fakes import HashingEmbedder
+
+    from proxypointer.pipeline import Index
+
+    root = tmp_path_factory.mktemp("store")
+    with Index(root, ProxyPointerConfig(), HashingEmbedder()) as index:
+        assert not index.ingest([DATA], show_progress=False).failed
+    return root
+
+
+@pytest.fixture
+def cli(fake_embedder, monkeypatch):
+    """``cli(*argv)`` runs ``proxypointer`` in-process with the hashing embedder."""
+    from proxypointer import cli as cli_mod
+    from proxypointer.pipeline import Index
+
+    opened = []
+
+    def _index(args, **_):
+        idx = Index(args.store, cli_mod._config(args), fake_embedder)
+        opened.append(idx)
+        return idx
+
+    monkeypatch.setattr(cli_mod, "_index", _index)
+    yield cli_mod.main
+    for idx in opened:
+        idx.close()
+
+
+@pytest.mark.parametrize("command", ["query", "ask"])
+@pytest.mark.parametrize("question", ["", "   ", "\t\n"])
+def test_an_empty_question_is_refused(cli, capsys, store, command, question):
+    assert cli([command, question, "--store", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: question: empty; give a question or keywords")
+
+
+def test_doc_accepts_the_citation_form(cli, capsys, store):
+    assert cli(["query", "How is parental leave paid?", "--doc", "employee-handbook.md", "--json",
+                "--store", str(store)]) == 0
+    sections = json.loads(capsys.readouterr().out)
+    assert sections and {s["doc_id"] for s in sections} == {"employee-handbook"}
+    assert cli(["query", "How is parental leave paid?", "--doc", "employee-handbook", "--json",
+                "--store", str(store)]) == 0
+    assert json.loads(capsys.readouterr().out) == sections
+
+
+def test_an_unknown_doc_is_named(cli, capsys, store):
+    code = cli(["query", "notice period", "--doc", "employee-handbook", "--doc", "x", "--doc", "y.md",
+                "--store", str(store)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err == "error: --doc: no document 'x', 'y.md' in the store; see `proxypointer status`\n"
+    assert cli(["ask", "notice period", "--doc", "x", "--store", str(store)]) == 1
+    assert "no document 'x'" in capsys.readouterr().err
+
+
+def test_a_query_on_a_missing_store_creates_nothing(cli, capsys, tmp_path):
+    for command in ("query", "ask"):
+        assert cli([command, "notice period", "--store", str(tmp_path / "typo")]) == 1
+        assert "no proxypointer store here" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_prefix_matching_nothing_says_so(cli, capsys, store):
+    assert cli(["query", "notice period", "--prefix", "policies/", "--store", str(store)]) == 0
+    assert capsys.readouterr().out.startswith("no sections found under prefix 'policies/' (the store has 3 documents)")
+    assert cli(["query", "notice period", "--prefix", "policies/", "--json", "--store", str(store)]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_closed_stdout_ends_quietly(cli, capsys, store, monkeypatch):
+    # `proxypointer query --json ... | head -2`: the reader is gone before everything is written.
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    out = os.fdopen(write, "w")
+    monkeypatch.setattr(sys, "stdout", out)
+    try:
+        code = cli(["query", "How is parental leave paid?", "--json", "-k", "5", "--store", str(store)])
+    finally:
+        out.close()
+    assert code == 141
+    assert "Traceback" not in capsys.readouterr().err

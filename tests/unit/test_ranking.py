@@ -1,0 +1,159 @@
+"""Ranking: fusion, section scores, filters, lexical terms, BM25 over titles, long queries."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.errors import ConfigError
+from proxypointer.filters import check_where, matches_where
+from proxypointer.ranking import (
+    LexicalIndex,
+    Ranker,
+    fuse_rrf,
+    lexical_terms,
+    rank_sections,
+    score_sections,
+    strip_titles,
+)
+from proxypointer.store import Hit
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def hit(cid, node, score=0.0, doc="d", text="", **meta):
+    return Hit(cid, text, {"doc_id": doc, "node_id": node, **meta}, score)
+
+
+def test_fuse_rrf_hand_computed():
+    a, b, c = hit("a", "n1"), hit("b", "n2"), hit("c", "n3")
+    fused = fuse_rrf([[a, b], [c, a]], [1.0, 1.0], rrf_k=1)
+    # a: 1/2 + 1/3; b: 1/3; c: 1/2
+    assert [h.chunk_id for h in fused] == ["a", "c", "b"]
+    assert fused[0].score == pytest.approx(1 / 2 + 1 / 3)
+    assert fused[1].score == pytest.approx(1 / 2)
+    fused = fuse_rrf([[a, b], [c, a]], [1.0, 0.0], rrf_k=1)
+    assert [h.chunk_id for h in fused] == ["a", "b", "c"]
+
+
+def test_section_scores_hand_computed():
+    hits = [hit("1", "x", 0.9), hit("2", "y", 0.8), hit("3", "y", 0.7), hit("4", "y", 0.1), hit("5", "x", 0.05)]
+    assert [(round(s, 6), g[0].metadata["node_id"]) for s, g in score_sections(hits, "max")] == [(0.9, "x"), (0.8, "y")]
+    # sum of the top 2: x 0.95, y 1.5
+    scored = score_sections(hits, "sum", top_n=2)
+    assert [(round(s, 6), g[0].metadata["node_id"]) for s, g in scored] == [(1.5, "y"), (0.95, "x")]
+    assert [h.chunk_id for h in scored[0][1]] == ["2", "3", "4"]
+    # rrf, k=1: x 1/2 + 1/6, y 1/3 + 1/4 + 1/5
+    scored = score_sections(hits, "rrf", rrf_k=1)
+    assert [g[0].metadata["node_id"] for _, g in scored] == ["y", "x"]
+    assert scored[0][0] == pytest.approx(1 / 3 + 1 / 4 + 1 / 5)
+    assert [g for _, g in scored] == rank_sections(hits, "rrf", rrf_k=1)
+    with pytest.raises(ConfigError, match="section_scoring"):
+        score_sections(hits, "mean")
+
+
+def test_lexical_terms_are_plain_words():
+    assert lexical_terms("What is the parental-leave pay?") == ["what", "parental", "leave", "pay"]
+    # FTS5 syntax in a query is only words: quotes, operators, column filters, stars
+    assert lexical_terms('"NEAR(a b)" OR text:pay* AND -x') == ["near", "text", "pay"]
+    assert lexical_terms("a b c") == [] and lexical_terms("") == []
+    assert lexical_terms(" ".join(f"w{i}" for i in range(100)), max_terms=3) == ["w97", "w98", "w99"]
+
+
+def test_lexical_index_ranks_by_bm25():
+    hits = [hit("1", "a", text="hashing trick for features"), hit("2", "b", text="news corpora and data"),
+            hit("3", "c", text="the the the")]
+    lex = LexicalIndex(hits)
+    found = lex.search("Which hashing trick?", 5)
+    assert [h.chunk_id for h in found] == ["1"] and found[0].score > 0
+    assert lex.search("nothing matches", 5) == []
+    assert [h.chunk_id for h in lex.search("data hashing", 5, lambda h: h.metadata["node_id"] == "b")] == ["2"]
+
+
+def test_strip_titles():
+    assert strip_titles("Employee  handbook. How much sick pay?", ["Employee Handbook"]) == "How much sick pay?"
+    assert strip_titles("Employee Handbook", ["Employee Handbook"]) == "Employee Handbook"
+
+
+@pytest.fixture
+def data_index(make_index):
+    def _make(**retrieval):
+        cfg = dataclasses.replace(ProxyPointerConfig(), retrieval=RetrievalConfig(**retrieval))
+        idx = make_index(cfg)
+        assert not idx.ingest([DATA], show_progress=False).failed
+        return idx
+
+    return _make
+
+
+def test_lexical_search_finds_words_of_what_was_embedded(data_index):
+    idx = data_index(hybrid=True)
+    ranker = Ranker(idx)
+    hits = ranker.hydrate(ranker.lexical("TG-501", 5))
+    assert hits and all("TG-501" in (h.text + h.metadata["breadcrumb"]) for h in hits[:1])
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # breadcrumb words match: the handbook's title is in every one of its chunks' breadcrumbs
+    crumb = ranker.hydrate(ranker.lexical("employee handbook", 50))
+    assert crumb and {h.metadata["doc_id"] for h in crumb} == {"employee-handbook"}
+    # Porter stems: "paying" and "pays" meet "pay"
+    pay = {h.chunk_id for h in ranker.lexical("pay", 50)}
+    assert pay and {h.chunk_id for h in ranker.lexical("paying", 50)} == pay == {
+        h.chunk_id for h in ranker.lexical("pays", 50)}
+    assert ranker.lexical("the of and", 5) == []  # stop words only: no lexical query
+
+
+def test_lexical_hits_honour_every_filter_like_dense_hits(data_index):
+    idx = data_index(hybrid=True)
+    ranker = Ranker(idx)
+    for where in ({"doc_id": "employee-handbook"}, {"level": {"$gt": 1}}, {"level": {"$lte": 1}},
+                  {"$or": [{"doc_id": "site-visit-notes"}, {"kind": "preamble"}]}, {"kind": {"$nin": ["heading"]}},
+                  {"$and": [{"doc_id": "employee-handbook"}, {"level": {"$gte": 3}}]}):
+        flt = check_where(where)
+        lexical = ranker.hydrate(ranker.lexical("leave pay pressure buffer", 200, flt))
+        dense = ranker.dense("leave pay pressure buffer", 200, flt, hydrate=True)
+        assert lexical, where
+        assert all(matches_where(h.metadata, flt) for h in lexical + dense), where
+        assert {h.chunk_id for h in lexical} <= {h.chunk_id for h in dense}  # dense saw them all (200 > chunks)
+
+
+def test_a_query_longer_than_the_model_reads_is_windowed_with_a_warning(data_index, caplog):
+    idx = data_index()
+    ranker = Ranker(idx)
+    tok = idx.embedder.tokenizer
+    preamble = "\n\n".join(["Kitchen rota, printer toner and the car park barrier are all sorted now. " * 6] * 3)
+    question = "How is parental leave paid?"
+    long_q = f"{preamble}\n\n{question}"
+    assert tok.count(long_q) > tok.max_seq_length
+    with caplog.at_level(logging.WARNING, logger="proxypointer.ranking"):
+        vectors = ranker.query_vectors(long_q)
+    (msg,) = [r.getMessage() for r in caplog.records]
+    assert f"query has {tok.count(long_q)} word pieces" in msg and f"the {tok.max_seq_length - 2} the model" in msg
+    assert vectors.shape[0] > 1 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # the question's own window is among them: its vector is the question's vector
+    assert np.allclose(vectors[-1], idx.embedder.encode_query(question))
+    alone = ranker.dense(question, 3, hydrate=True)
+    windowed = ranker.dense(long_q, 3, hydrate=True)
+    assert windowed[0].chunk_id == alone[0].chunk_id and windowed[0].score >= alone[0].score - 1e-6
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="proxypointer.ranking"):
+        assert ranker.query_vectors(question).shape[0] == 1
+    assert not caplog.records
+
+
+def test_lexical_search_looks_inside_the_filtered_documents(make_index, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\n" + "".join(f"## K{i}\n\nkettle kettle kettle\n\n" for i in range(6)))
+    (corpus / "b.md").write_text("# B\n\n" + "".join(f"## T{i}\n\nthe kettle and a toaster {i}\n\n" for i in range(4)))
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(hybrid=True)))
+    assert not idx.ingest([corpus], show_progress=False).failed
+    ranker = Ranker(idx)
+    assert {h.metadata["doc_id"] for h in ranker.lexical("kettle", 3)} == {"a"}
+    # b's chunks rank below a's: they are still found when the filter names b with another condition
+    got = ranker.hydrate(ranker.lexical("kettle", 3, check_where({"doc_id": "b", "kind": "heading"})))
+    assert len(got) == 3 and {(h.metadata["doc_id"], h.metadata["kind"]) for h in got} == {("b", "heading")}
