@@ -25,6 +25,18 @@ DATA = ROOT / "data"
 TOKEN = "integration-token-0123456789abcdef"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_server_left_running():
+    """After the module's tests and fixtures: every Server was stopped by pid (no leaked child).
+
+    Autouse and module-scoped, so it is set up before, and torn down after, the module's
+    ``server`` fixture.
+    """
+    yield
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    assert "serve_driver.py" not in out.stdout
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     from fakes import HashingEmbedder
@@ -361,9 +373,3 @@ def test_20_clients_while_the_server_ingests_changed_files(tmp_path):
         assert "Traceback" not in srv.stderr()
     assert min(counts.values()) > 0, counts
     print(counts)
-
-
-def test_no_server_left_running():
-    # every Server above was stopped by pid; this guards against a leaked child of this process
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(os.getpid())], capture_output=True, text=True)
-    assert "serve_driver.py" not in out.stdout
