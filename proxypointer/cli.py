@@ -294,7 +294,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .tree import build_tree, read_document, split_lines
+    from .readers import read_document
+    from .tree import build_tree, split_lines
 
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")

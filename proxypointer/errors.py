@@ -9,11 +9,13 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DocumentError",
+    "EmptyDocumentError",
     "LockError",
     "MissingDependencyError",
     "ProxyPointerError",
     "StaleSourceError",
     "StoreError",
+    "StoreNotFoundError",
 ]
 
 
@@ -35,6 +37,14 @@ class StoreError(ProxyPointerError):
 
 class LockError(StoreError):
     """Another process holds the write lock of the store."""
+
+
+class StoreNotFoundError(StoreError):
+    """A command that only reads or maintains a store was pointed at a folder holding none."""
+
+
+class EmptyDocumentError(DocumentError):
+    """A source file holds no text (empty or whitespace only): skipped with a note, not a failure."""
 
 
 class StaleSourceError(ProxyPointerError):

@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from proxypointer.tree import _headings_markdown_it, build_tree, read_document
+from proxypointer.readers import read_document
+from proxypointer.tree import _headings_markdown_it, build_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"qasper-train": "bench/qasper-train/docs", "long_docs": "bench/long_docs"}

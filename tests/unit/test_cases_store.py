@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.readers import read_document
 from proxypointer.retrieval import Retriever
-from proxypointer.tree import read_document, slice_lines, split_lines
+from proxypointer.tree import slice_lines, split_lines
 
 SCALAR = (str, int, float, bool)
 
@@ -186,6 +187,7 @@ def test_case22_reingest_is_idempotent(cases_dir, tmp_path, make_index, caplog):
 def test_case26_two_writers_one_store_serialised(cases_dir, tmp_path, make_index):
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "shared-store"
+    make_index(store=store).ingest([], show_progress=False)  # only ingest creates a store
     reader = make_index(store=store)
     assert reader.store.count() == 0  # opened before the writes
     make_index(store=store).ingest([case / "a.md"], show_progress=False)

@@ -9,6 +9,7 @@ import pytest
 
 from proxypointer.config import TreeConfig
 from proxypointer.errors import StaleSourceError
+from proxypointer.readers import read_document
 from proxypointer.tree import (
     PREAMBLE_ID,
     DocumentTree,
@@ -17,7 +18,6 @@ from proxypointer.tree import (
     build_tree,
     find_headings,
     normalise_text,
-    read_document,
     slice_lines,
     split_lines,
 )

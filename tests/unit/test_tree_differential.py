@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from property.strategies import heading_documents, markdown_documents
 
-from proxypointer.tree import _headings_markdown_it, _scan_headings, normalise_text, read_document
+from proxypointer.readers import read_document
+from proxypointer.tree import _headings_markdown_it, _scan_headings, normalise_text
 
 
 def _bench_files(shared_dir: Path) -> list[Path]:

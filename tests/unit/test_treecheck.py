@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxypointer.tree import build_tree, read_document, split_lines
+from proxypointer.readers import read_document
+from proxypointer.tree import build_tree, split_lines
 from proxypointer.treecheck import TreeWarning, check_tree, tree_outline, tree_to_pageindex
 
 DOC = "Intro text.\n# A\n## B\ntext\n### C\n## D\n# E\n"
