@@ -543,3 +543,34 @@ def test_a_refused_group_write_fails_only_the_document_at_fault(tmp_path, make_i
     monkeypatch.undo()
     rep = index.ingest([tmp_path / "docs"], show_progress=False)
     assert (rep.indexed, rep.unchanged, rep.failed) == (1, 2, [])
+
+
+# -- a store folder that does not exist ----------------------------------------------------
+def test_only_ingest_creates_a_store(tmp_path, make_index):
+    from proxypointer.errors import StoreNotFoundError
+
+    missing = tmp_path / "typo-store"
+    expected = f"{missing}: no proxypointer store here; run `proxypointer ingest` first"
+    with pytest.raises(StoreNotFoundError) as err:
+        Index.open(missing)
+    assert str(err.value) == expected and isinstance(err.value, StoreError)
+    index = make_index(store=missing)
+    for use in (index.status, index.check, lambda: index.delete(["a"]), index.repair, index.fill_records,
+                lambda: index.store, lambda: Retriever(index).retrieve("anything", k=1)):
+        with pytest.raises(StoreNotFoundError, match="no proxypointer store here"):
+            use()
+    assert not missing.exists()  # nothing left behind
+    index.ingest([], show_progress=False)
+    assert Index.open(missing).status()["documents"] == 0 and index.check().ok
+
+
+def test_cli_status_check_delete_on_a_missing_store(tmp_path, capsys):
+    from proxypointer import cli
+
+    missing = tmp_path / "nope"
+    for argv in (["status"], ["check"], ["check", "--repair"], ["delete", "x"], ["status", "--json"]):
+        assert cli.main([*argv, "--store", str(missing)]) == 1
+        out, err = capsys.readouterr()
+        assert err == f"error: {missing}: no proxypointer store here; run `proxypointer ingest` first\n"
+        assert out == ""
+    assert not missing.exists()
