@@ -26,7 +26,7 @@ from proxypointer.ingest import (
     prepare_document,
     version_of,
 )
-from proxypointer.readers import MarkdownReader, read_bytes
+from proxypointer.readers import read_bytes
 from proxypointer.retrieval import Retriever
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -108,8 +108,8 @@ def test_reader_table_and_results_are_picklable():
     table = default_readers()
     assert set(table) == {".md", ".markdown"}
     reader = table[".md"]
-    result = reader.read("# T\r\n\r\nbody\r\n".encode(), "t.md")
+    result = reader.read(b"# T\r\n\r\nbody\r\n", "t.md")
     assert result == ReadResult("# T\n\nbody\n", document_hash("# T\n\nbody\n"), None, ())
-    assert result.source_key == reader.source_key("# T\n\nbody\n".encode(), "t.md")
+    assert result.source_key == reader.source_key(b"# T\n\nbody\n", "t.md")
     assert pickle.loads(pickle.dumps(result)) == result
     assert pickle.loads(pickle.dumps(reader)).read(b"x", "x.md") == reader.read(b"x", "x.md")
