@@ -632,6 +632,7 @@ def run_ingest(
     t0 = time.perf_counter()
     registry, store = index.registry, index.store
     index.check_model()
+    store.collection  # noqa: B018 - opened first: a collection another store owns stops the run here
     repair_all(registry, store)
     readers = index.readers
 

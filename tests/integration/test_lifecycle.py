@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.errors import StoreError
 from proxypointer.retrieval import Retriever
 
 pytestmark = pytest.mark.integration
@@ -159,6 +160,7 @@ def test_sigkill_at_random_moments(tmp_path, make_index):
 def test_case26_concurrent_writer_processes_and_a_live_reader(cases_dir, tmp_path, make_index):
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "store"
+    make_index(CFG, store=store).ingest([], show_progress=False)  # only ingest creates a store
     reader = make_index(CFG, store=store)
     assert reader.store.count() == 0
     procs = [subprocess.Popen([sys.executable, str(DRIVER), str(store), "-", "120", str(case / f"{n}.md")],
@@ -266,3 +268,39 @@ def test_http_mode_against_a_chroma_server(chroma_server, tmp_path, make_index):
     index.close()
     other = make_index(cfg, store=tmp_path / "store")  # a new client sees the same collection
     assert other.store.count() == len(other.registry.chunk_ids())
+
+
+def test_two_store_folders_on_one_server_collection(chroma_server, tmp_path, make_index):
+    """The collection records its owner: a second store folder is refused, naming both (issue 15)."""
+    cfg = dataclasses.replace(CFG, store=dataclasses.replace(CFG.store, mode="http", host="127.0.0.1",
+                                                            port=chroma_server, collection="pp-owned"))
+    folder = tmp_path / "docs"
+    write_docs(folder, V1)
+    first = make_index(cfg, store=tmp_path / "store-a")
+    assert first.ingest([folder], show_progress=False).indexed == 3
+    n = first.store.count()
+    other_docs = tmp_path / "other"
+    write_docs(other_docs, {"new": V2["new"]})
+    second = make_index(cfg, store=tmp_path / "store-b")
+    with pytest.raises(StoreError) as err:
+        second.ingest([other_docs], show_progress=False)
+    msg = str(err.value)
+    assert str((tmp_path / "store-a").resolve()) in msg and str((tmp_path / "store-b").resolve()) in msg
+    assert "pp-owned" in msg and "store.collection" in msg
+    chk = cli("check", "--repair", "--store", str(tmp_path / "store-b"), "--config", str(_http_yaml(tmp_path, cfg)))
+    assert chk.returncode == 1 and "belongs to the store" in chk.stderr and "Traceback" not in chk.stderr
+    # nothing of the first store's was touched
+    assert first.store.count() == n and first.check().ok
+    (s,) = Retriever(first).retrieve("topic C0", k=1)
+    assert (s.doc_id, s.title) == ("one", "C")
+    # its own collection works
+    own = dataclasses.replace(cfg, store=dataclasses.replace(cfg.store, collection="pp-owned-b"))
+    assert make_index(own, store=tmp_path / "store-b").ingest([other_docs], show_progress=False).indexed == 1
+
+
+def _http_yaml(tmp_path: Path, cfg: ProxyPointerConfig) -> Path:
+    path = tmp_path / "http.yaml"
+    s = cfg.store
+    path.write_text(f"store:\n  mode: http\n  host: {s.host}\n  port: {s.port}\n  collection: {s.collection}\n",
+                    encoding="utf-8")
+    return path
