@@ -89,9 +89,15 @@ def _inside(path: str, folders: Collection[str]) -> str | None:
     return None
 
 
-def _walk(root: str, suffixes: Collection[str], stores: Collection[str], include_hidden: bool) -> list[str]:
-    """Files under ``root`` with a known suffix, sorted per folder; symlinks followed, loops cut."""
-    out: list[str] = []
+def _walk(
+    root: str, suffixes: Collection[str], stores: Collection[str], include_hidden: bool
+) -> list[tuple[str, str]]:
+    """``(path, real path)`` of files under ``root`` with a known suffix, sorted per folder.
+
+    Symlinks are followed and loops cut. The real path is resolved once per folder (and per
+    symlinked file), not per file: ``os.path.realpath`` costs a system call per component.
+    """
+    out: list[tuple[str, str]] = []
     seen: set[tuple[int, int]] = set()
     for folder, dirs, files in os.walk(root, followlinks=True):
         try:
@@ -103,6 +109,7 @@ def _walk(root: str, suffixes: Collection[str], stores: Collection[str], include
             dirs[:] = []
             continue
         seen.add((st.st_dev, st.st_ino))
+        real_folder = os.path.realpath(folder)
         keep = []
         for d in sorted(dirs):
             full = os.path.join(folder, d)
@@ -119,8 +126,11 @@ def _walk(root: str, suffixes: Collection[str], stores: Collection[str], include
             if _skipped_name(name, include_hidden) or os.path.splitext(name)[1].lower() not in suffixes:
                 continue
             full = os.path.join(folder, name)
-            if os.path.isfile(full):  # a broken symlink is not
-                out.append(full)
+            if os.path.islink(full):
+                if os.path.isfile(full):  # a broken symlink is not
+                    out.append((full, os.path.realpath(full)))
+            elif os.path.isfile(full):
+                out.append((full, os.path.join(real_folder, name)))
     return out
 
 
@@ -162,13 +172,10 @@ def discover(
             continue
         if os.path.isdir(given):
             result.roots.append(given)
-            real_root = real
-            for f in _walk(given, suffixes, store_paths, include_hidden):
-                rel = os.path.relpath(f, given)
-                doc_id = Path(rel).with_suffix("").as_posix()
-                found.append(SourceFile(doc_id, f, os.path.realpath(f), given, os.path.splitext(f)[1].lower()))
-                if os.path.realpath(f) != os.path.join(real_root, rel):
-                    logger.debug("%s: reached through a symlink", f)
+            start = len(given.rstrip(os.sep)) + 1
+            for f, real_f in _walk(given, suffixes, store_paths, include_hidden):
+                stem, suffix = os.path.splitext(f[start:])
+                found.append(SourceFile(stem.replace(os.sep, "/"), f, real_f, given, suffix.lower()))
         elif os.path.isfile(given):
             suffix = os.path.splitext(given)[1].lower()
             found.append(SourceFile(Path(given).stem, given, real, None, suffix if suffix in suffixes else ".md"))

@@ -125,6 +125,7 @@ class Registry:
 
     def __init__(self, root: str | Path, create: bool = True) -> None:
         self.root = Path(root)
+        self._sources = str(self.root / "sources")
         if not create and not (self.root / "registry.sqlite3").is_file():
             raise StoreNotFoundError(f"{self.root}: no proxypointer store here; run `proxypointer ingest` first")
         try:
@@ -432,7 +433,7 @@ class Registry:
 
     def has_source(self, doc_hash: str) -> bool:
         """Tell whether the stored copy of a version exists (a stat)."""
-        return self.source_file(doc_hash).is_file()
+        return os.path.isfile(os.path.join(self._sources, doc_hash[:2], f"{doc_hash}.md"))
 
     def save_source(self, doc_hash: str, text: str, pages: Sequence[int] | None = None) -> None:
         """Store normalised text under its hash, atomically (temp file + rename).
