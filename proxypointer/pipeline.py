@@ -28,10 +28,11 @@ from typing import Any
 from .config import ProxyPointerConfig, config_to_dict
 from .embedding import Embedder, SentenceTransformerEmbedder
 from .errors import ConfigError, LockError, StoreError, StoreNotFoundError
-from .ingest import IngestReport, run_ingest, version_of
+from .ingest import IngestReport, version_of
 from .maintenance import CheckReport, check, delete_documents, fill_records, repair_all, stale_sources
 from .readers import Reader, default_readers
 from .registry import Registry
+from .runner import run_ingest
 from .store import ChromaStore
 
 __all__ = ["CheckReport", "Index", "IngestReport"]
@@ -259,7 +260,7 @@ class Index:
         """Sync the index with source files: add new, re-index changed, skip unchanged.
 
         Creates the store if there is none. Runs the stages of ``proxypointer.ingest`` in this
-        process.
+        process (``proxypointer.runner``).
 
         Args:
             paths: Files or folders (searched recursively for the reader table's suffixes,

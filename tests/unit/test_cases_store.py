@@ -127,6 +127,7 @@ def case21_input(cases_dir, tmp_path_factory):
 @pytest.mark.integration  # 6,000 sections: about a minute
 def test_case21_more_chunks_than_max_batch(case21_input, make_index, monkeypatch, fake_embedder):
     index = make_index()
+    index.ingest([], show_progress=False)  # create the store, so that its collection can be spied on
     limit = index.store.max_batch
     sizes: list[int] = []
     real = type(index.store.collection).upsert
