@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +48,12 @@ OWNER_ID_KEY = "proxypointer_store_id"
 #: Collection metadata key holding that store's folder (for messages).
 OWNER_PATH_KEY = "proxypointer_store_path"
 
+#: Pauses (seconds) before each reopen-and-retry of a read that found the embedded index
+#: half written by another process (:meth:`ChromaStore._read`); 1.4 s in all at most.
+REOPEN_PAUSES_S = (0.1, 0.3, 1.0)
+
+T = TypeVar("T")
+
 
 def is_chroma_error(err: BaseException) -> bool:
     """Tell whether ``err`` is Chroma refusing a call or being unreachable, not a bug of the caller.
@@ -63,6 +70,12 @@ def is_chroma_error(err: BaseException) -> bool:
     except ImportError:  # pragma: no cover - chromadb brings httpx
         return isinstance(err, (ValueError, OSError))
     return isinstance(err, (ChromaError, ValueError, OSError, httpx.HTTPError))
+
+
+def _half_written(err: BaseException) -> bool:
+    """Tell whether Chroma failed because another process had not yet written its index files."""
+    text = str(err)
+    return "Nothing found on disk" in text or "Error creating hnsw segment reader" in text
 
 
 @contextmanager
@@ -291,11 +304,31 @@ class ChromaStore:
             return max(1, min(self._max_batch, self.batch_limit))
         return self._max_batch
 
+    def _read(self, what: str, call: Callable[[Collection], T]) -> T:
+        """Run a read on the collection; StoreError naming ``what`` if Chroma fails.
+
+        In embedded mode a reader that opens the collection while another process is writing
+        its index files can find them missing ("Error creating hnsw segment reader: Nothing
+        found on disk", shared case 26): the read is retried on a reopened client after each
+        pause of :data:`REOPEN_PAUSES_S` before it fails.
+        """
+        for pause in (*REOPEN_PAUSES_S, None):
+            collection = self.collection
+            try:
+                return call(collection)
+            except Exception as err:  # narrowed by is_chroma_error: anything else is re-raised as is
+                if not is_chroma_error(err):
+                    raise
+                if pause is None or self.config.mode != "persistent" or not _half_written(err):
+                    raise StoreError(f"{self.where}: {what} ({type(err).__name__}: {err})") from err
+                logger.debug("%s: %s; reopening in %.1f s", self.where, err, pause)
+            self.close()
+            time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def count(self) -> int:
         """Count the records in the collection."""
-        collection = self.collection
-        with _chroma_call(lambda err: f"{self.where}: cannot count the collection ({err})"):
-            return int(collection.count())
+        return int(self._read("cannot count the collection", lambda c: c.count()))
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, source_path: str) -> None:
         """Write chunks with their vectors, in batches.
@@ -356,10 +389,11 @@ class ChromaStore:
         """``collection.get`` page by page (at most :attr:`max_batch` records each)."""
         step = self.max_batch
         offset = 0
-        collection = self.collection
         while True:
-            with _chroma_call(lambda err: f"{self.where}: cannot read the collection ({err})"):
-                got = collection.get(where=where or None, include=include, limit=step, offset=offset)
+            got = self._read(
+                "cannot read the collection",
+                lambda c, o=offset: c.get(where=where or None, include=include, limit=step, offset=o),
+            )
             yield got
             if len(got["ids"]) < step:
                 return
@@ -402,15 +436,16 @@ class ChromaStore:
         total = self.count()
         if total == 0:
             return []
-        collection = self.collection
         query = [np.asarray(vector, dtype=np.float32)]
-        with _chroma_call(lambda err: f"{self.where}: query failed ({type(err).__name__}: {err})"):
-            res = collection.query(
+        res = self._read(
+            "query failed",
+            lambda c: c.query(
                 query_embeddings=query,
                 n_results=min(n, total),
                 where=where or None,
                 include=["documents", "metadatas", "distances"],
-            )
+            ),
+        )
         ids = res["ids"][0]
         docs = res["documents"][0] if res.get("documents") else [""] * len(ids)
         metas = res["metadatas"][0] if res.get("metadatas") else [{}] * len(ids)
@@ -439,20 +474,19 @@ class ChromaStore:
             StoreError: If the query fails.
         """
         vec = [np.asarray(vector, dtype=np.float32)]
-        collection = self.collection
+
+        def search(k: int) -> Callable[[Collection], Any]:
+            return lambda c: c.query(query_embeddings=vec, n_results=k, where=where or None, include=["distances"])
+
         try:
-            res = collection.query(query_embeddings=vec, n_results=n, where=where or None, include=["distances"])
-        except Exception as err:  # older servers refuse n_results above the collection size
-            if not is_chroma_error(err):
-                raise
-            first = f"{self.where}: query failed ({type(err).__name__}: {err})"
+            res = self._read("query failed", search(n))
+        except StoreError:  # older servers refuse n_results above the collection size
             total = self.count()
             if total == 0:
                 return []
-            with _chroma_call(lambda _: first):
-                res = collection.query(
-                    query_embeddings=vec, n_results=min(n, total), where=where or None, include=["distances"]
-                )
+            if total >= n:
+                raise
+            res = self._read("query failed", search(total))
         ids = res["ids"][0] if res.get("ids") else []
         dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
         return [(i, 1.0 - float(x)) for i, x in zip(ids, dists, strict=True)]
@@ -467,10 +501,9 @@ class ChromaStore:
         parts: list[np.ndarray] = []
         step = self.max_batch
         ids = list(ids)
-        collection = self.collection
         for i in range(0, len(ids), step):
-            with _chroma_call(lambda err: f"{self.where}: cannot read vectors ({err})"):
-                got = collection.get(ids=ids[i : i + step], include=["embeddings"])
+            part = ids[i : i + step]
+            got = self._read("cannot read vectors", lambda c, p=part: c.get(ids=p, include=["embeddings"]))
             if len(got["ids"]):
                 found.extend(got["ids"])
                 parts.append(np.asarray(got["embeddings"], dtype=np.float32))
@@ -482,9 +515,8 @@ class ChromaStore:
         """Get records by id (score 0), in the order Chroma returns them."""
         if not ids:
             return []
-        collection = self.collection
-        with _chroma_call(lambda err: f"{self.where}: cannot read records ({err})"):
-            res = collection.get(ids=list(ids), include=["documents", "metadatas"])
+        wanted = list(ids)
+        res = self._read("cannot read records", lambda c: c.get(ids=wanted, include=["documents", "metadatas"]))
         return [
             Hit(i, d or "", dict(m or {}), 0.0)
             for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)

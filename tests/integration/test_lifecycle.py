@@ -131,6 +131,21 @@ def test_sigkill_at_each_stage_leaves_old_or_new_versions(tmp_path, make_index):
         assert chk.returncode == 0 and json.loads(chk.stdout)["ok"], chk.stdout
 
 
+def test_sigkill_mid_embedding_keeps_the_vectors_already_cached(tmp_path, make_index):
+    folder, store = tmp_path / "docs", tmp_path / "store"
+    write_docs(folder, {**V2, "big": doc("Big", {"S": 12, "T": 12})})
+    proc = drive(store, "mid_embed:3", folder)  # killed as the 3rd group of 8 texts is encoded, not cached
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    index = make_index(CFG, store=store)
+    assert index.status()["cached_embeddings"] == 16 and index.registry.documents() == []
+    index.close()
+    done = drive(store, "-", folder)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["cached"] == 16 and report["embedded"] == report["chunks"] - 16
+    assert cli("check", "--store", str(store)).returncode == 0
+
+
 def test_sigkill_at_random_moments(tmp_path, make_index):
     new = reference_ids(tmp_path, make_index, V2, "v2")
     old = reference_ids(tmp_path, make_index, V1, "v1")
@@ -160,8 +175,8 @@ def test_sigkill_at_random_moments(tmp_path, make_index):
 def test_case26_concurrent_writer_processes_and_a_live_reader(cases_dir, tmp_path, make_index):
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "store"
-    make_index(CFG, store=store).ingest([], show_progress=False)  # only ingest creates a store
     reader = make_index(CFG, store=store)
+    reader.ingest([], show_progress=False)  # only ingest creates a store
     assert reader.store.count() == 0
     procs = [subprocess.Popen([sys.executable, str(DRIVER), str(store), "-", "120", str(case / f"{n}.md")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())

@@ -188,7 +188,8 @@ def test_case22_reingest_is_idempotent(cases_dir, tmp_path, make_index, caplog):
 def test_case26_two_writers_one_store_serialised(cases_dir, tmp_path, make_index):
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "shared-store"
-    make_index(store=store).ingest([], show_progress=False)  # only ingest creates a store
+    with make_index(store=store) as creator:  # only ingest creates a store (closed: see case 26)
+        creator.ingest([], show_progress=False)
     reader = make_index(store=store)
     assert reader.store.count() == 0  # opened before the writes
     make_index(store=store).ingest([case / "a.md"], show_progress=False)

@@ -179,3 +179,45 @@ def test_an_unmarked_collection_is_taken_only_if_empty_or_adopted(tmp_path):
     claim = ChromaStore(StoreConfig(collection="fresh-one"), tmp_path, owner=("id-f", "/stores/f"))
     assert claim.count() == 0 and claim.collection.metadata[OWNER_ID_KEY] == "id-f"
     claim.close()
+
+
+def test_a_read_of_a_half_written_embedded_index_is_retried_on_a_reopened_client(store, monkeypatch):
+    """Shared case 26: another process is still writing the HNSW files a fresh reader loads."""
+    from chromadb.errors import InternalError
+
+    import proxypointer.store as store_mod
+
+    monkeypatch.setattr(store_mod, "REOPEN_PAUSES_S", (0.0, 0.0, 0.0))
+    store.add([chunk(i) for i in range(3)], vecs(3), "/x/d.md")
+    cls = type(store.collection)
+    real, calls = cls.query, []
+    half = InternalError(
+        "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk")
+
+    def flaky(self, **kw):
+        calls.append(id(self))
+        if len(calls) <= 2:
+            raise half
+        return real(self, **kw)
+
+    monkeypatch.setattr(cls, "query", flaky)
+    got = store.query_ids(vecs(3)[0], 2)
+    assert len(got) == 2 and got[0][0] == chunk(0).chunk_id
+    assert len(calls) == 3 and len(set(calls)) == 3  # each retry on a freshly opened collection
+    calls.clear()
+
+    def failing(error):
+        def query(self, **kw):
+            calls.append(id(self))
+            raise error
+        return query
+
+    monkeypatch.setattr(cls, "query", failing(half))
+    with pytest.raises(StoreError, match="query failed .*Nothing found on disk"):
+        store.query(vecs(3)[0], 2)
+    assert len(calls) == 4  # three retries, then the error
+    calls.clear()
+    monkeypatch.setattr(cls, "query", failing(InternalError("other")))
+    with pytest.raises(StoreError, match="query failed"):
+        store.query(vecs(3)[0], 2)
+    assert len(calls) == 1  # any other error: no retry
