@@ -20,7 +20,7 @@ import numpy as np
 
 from .chunking import TokenCountCache
 from .discovery import discover
-from .errors import DocumentError, EmptyDocumentError, ProxyPointerError
+from .errors import EmptyDocumentError, ProxyPointerError, StoreError
 from .ingest import (
     IngestReport,
     Pending,
@@ -66,7 +66,7 @@ class _Run:
         self.docs_done = 0
         self.bar = tqdm(total=0, desc="ingest", unit="chunk", disable=not show_progress, leave=False)
 
-    def _doc_done(self, n: int = 1) -> None:
+    def doc_done(self, n: int = 1) -> None:
         self.docs_done += n
         self.bar.set_postfix_str(f"{self.docs_done}/{self.report.documents} docs", refresh=False)
         self.bar.refresh()
@@ -140,7 +140,7 @@ class _Run:
                     repair_one(reg, store, reg.get(d.doc_id))
                 except ProxyPointerError as err2:
                     logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
-                self._doc_done()
+                self.doc_done()
                 continue
             st["store"] += time.perf_counter() - t
             t = time.perf_counter()
@@ -149,7 +149,7 @@ class _Run:
             self.report.indexed += 1
             self.report.sections += d.n_sections
             self.report.chunks += len(d.chunks)
-            self._doc_done()
+            self.doc_done()
 
 
 def run_ingest(
@@ -208,15 +208,17 @@ def run_ingest(
             try:
                 data = read_bytes(file.path)
                 plan = plan_file(file, data, reader, registry, key)
-            except DocumentError as err:
+            except StoreError:  # the store, not this file: stop the run
+                raise
+            except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
                 run.fail(file.path, str(err))
-                run._doc_done()
+                run.doc_done()
                 continue
             finally:
                 st["read"] += time.perf_counter() - t
             if plan is None:
                 report.unchanged += 1
-                run._doc_done()
+                run.doc_done()
                 continue
             try:
                 doc = parse_file(plan, reader, key, cfg.tree, cfg.chunking, tokenizer, data=data, stage_seconds=st)
@@ -226,11 +228,13 @@ def run_ingest(
                     note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
                 report.notes.append((file.path, note))
                 logger.info("%s", note)
-                run._doc_done()
+                run.doc_done()
                 continue
-            except DocumentError as err:
+            except StoreError:
+                raise
+            except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
                 run.fail(file.path, str(err))
-                run._doc_done()
+                run.doc_done()
                 continue
             report.notes.extend((file.path, w) for w in doc.warnings)
             run.add(plan, doc)

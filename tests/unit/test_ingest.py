@@ -328,3 +328,57 @@ def test_prune_and_repair_drop_cache_entries_no_live_chunk_uses(tmp_path, make_i
     assert index.status()["cached_embeddings"] == 2
     rep = index.ingest([src], show_progress=False)
     assert rep.unchanged == 1 and index.check().ok
+
+
+# -- the reader seam (a converter plugs in per suffix) -------------------------------------
+class FakeConverter:
+    """Stands for a PDF converter: key from the bytes and its version, a page per 3 lines."""
+
+    name = "fake-converter"
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def source_key(self, data: bytes, path: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(b"fake-converter/1:" + data).hexdigest()
+
+    def read(self, data: bytes, path: str):
+        from proxypointer.chunking import document_hash
+        from proxypointer.errors import MissingDependencyError
+        from proxypointer.readers import ReadResult
+
+        self.reads += 1
+        if data.startswith(b"NEEDS-JAVA"):
+            raise MissingDependencyError(f"{path}: the converter needs Java 11+; install a JRE")
+        text = data.decode().upper()
+        n = len(text.splitlines())
+        return ReadResult(text, self.source_key(data, path), tuple(1 + i // 3 for i in range(n)))
+
+
+def test_a_converter_plugs_in_per_suffix(tmp_path, make_index):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.fake").write_text("# report\n\nfirst page text\n## costs\n\ncosts rose\n", encoding="utf-8")
+    (docs / "broken.fake").write_bytes(b"NEEDS-JAVA")
+    (docs / "note.md").write_text("# Note\n\nplain markdown\n", encoding="utf-8")
+    index = make_index()
+    conv = FakeConverter()
+    index.readers[".fake"] = conv
+    rep = index.ingest([docs], show_progress=False)
+    assert rep.indexed == 2 and [Path(p).name for p, m in rep.failed] == ["broken.fake"]
+    assert "needs Java" in rep.failed[0][1]  # one file fails, named; the others are indexed
+    rec = index.registry.get("report")
+    assert index.registry.load_source(rec.doc_hash).startswith("# REPORT")
+    assert index.registry.load_pages(rec.doc_hash) == (1, 1, 1, 2, 2, 2)
+    assert index.registry.load_pages(index.registry.get("note").doc_hash) is None
+    assert index.check().ok
+    reads = conv.reads
+    again = index.ingest([docs], show_progress=False)
+    assert again.unchanged == 2 and conv.reads == reads + 1  # only the failed one is read again
+    assert index.status()["stale_sources"] == []
+    (docs / "report.fake").write_text("# report\n\nsecond version\n", encoding="utf-8")
+    assert [s["doc_id"] for s in index.status()["stale_sources"]] == ["report"]
+    index.registry.pages_file(index.registry.get("report").doc_hash).write_text("[1]", encoding="utf-8")
+    assert any("page map has 1 lines" in p for p in index.check().problems)
