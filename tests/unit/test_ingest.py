@@ -345,7 +345,6 @@ class FakeConverter:
         return hashlib.sha256(b"fake-converter/1:" + data).hexdigest()
 
     def read(self, data: bytes, path: str):
-        from proxypointer.chunking import document_hash
         from proxypointer.errors import MissingDependencyError
         from proxypointer.readers import ReadResult
 
