@@ -22,6 +22,7 @@ from .errors import (
     ProxyPointerError,
     StaleSourceError,
     StoreError,
+    StoreNotFoundError,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "Section",
     "StaleSourceError",
     "StoreError",
+    "StoreNotFoundError",
     "load_config",
 ]
 
