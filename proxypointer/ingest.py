@@ -221,7 +221,10 @@ def plan_file(
     """
     key = reader.source_key(data, file.path)
     version = version_of(key, pipeline_key)
-    st = os.stat(file.path)
+    try:
+        st = os.stat(file.path)
+    except OSError as err:  # gone since it was read
+        raise DocumentError(f"{file.path}: cannot read ({err.strerror}); check the path") from err
     rec = registry.get(file.doc_id)
     if rec is not None and rec.version and rec.source_path != file.real_path and os.path.exists(rec.source_path):
         raise DocumentError(
