@@ -17,6 +17,7 @@ from .config import ProxyPointerConfig, load_config
 from .errors import (
     ConfigError,
     DocumentError,
+    LLMError,
     LockError,
     MissingDependencyError,
     ProxyPointerError,
@@ -39,6 +40,7 @@ __all__ = [
     "DocumentError",
     "DocumentTree",
     "Index",
+    "LLMError",
     "LockError",
     "MissingDependencyError",
     "Node",

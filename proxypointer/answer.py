@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import LLMConfig
 from .conversation import Turn, contextual_query
-from .errors import ConfigError, MissingDependencyError, ProxyPointerError
+from .errors import ConfigError, LLMError, MissingDependencyError
 
 if TYPE_CHECKING:
     from .retrieval import Retriever, Section
@@ -74,10 +74,6 @@ _CITE = re.compile(
     re.IGNORECASE,
 )
 _MAX_RANGE = 50
-
-
-class LLMError(ProxyPointerError):
-    """The chat endpoint failed: unreachable, timed out, refused, or sent a malformed reply."""
 
 
 class ChatClient(Protocol):

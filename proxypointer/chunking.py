@@ -6,6 +6,12 @@ tokenizer. The breadcrumb is prepended before embedding and budgeted, so that
 ``breadcrumb + text`` never exceeds the model's ``max_seq_length`` (shared case 24).
 Noise sections (Contents, References, ...) are skipped by normalised title (case 29).
 Documents without headings fall back to overlapping sliding windows (case 08).
+
+What is split and embedded is the text *as embedded* (:class:`~proxypointer.embedtext.EmbeddedText`):
+HTML and pipe tables rendered as text (:mod:`proxypointer.tables`, issue 13) and base64 data URIs
+replaced by placeholders (:mod:`proxypointer.datauri`, case 31). A table is split between rows,
+and a piece that starts inside a table repeats its title and column headers. Each chunk still
+points at the exact source lines its piece came from.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .config import ChunkingConfig
+from .embedtext import EmbeddedText
+from .errors import DocumentError
+from .tables import markdown_parser
+from .titles import is_noise_title, normalise_title
 from .tokenizer import TokenCounter
 from .tree import DocumentTree, Node, split_lines
 
@@ -58,9 +68,11 @@ class Chunk:
         body_end_line: Last line of the node's own text, 1-based inclusive.
         chunk_start_line: First line that the chunk text touches, 1-based inclusive.
         chunk_end_line: Last line that the chunk text touches, 1-based inclusive.
-        text: The chunk's text, an exact substring of the node's own text ("" for a
-            breadcrumb-only chunk).
-        embed_text: What is embedded: breadcrumb line, then the text.
+        text: The chunk's source text, an exact substring of the node's own text ("" for a
+            breadcrumb-only chunk); a table piece holds its rows' markup, whole rows.
+        embed_text: What is embedded: breadcrumb line, then (for a piece that starts inside a
+            table) the table's title and column headers, then the text as embedded: tables
+            rendered as text, base64 data-URI payloads replaced by placeholders.
         n_tokens: Word pieces of ``embed_text`` including special tokens; always <= the
             model's ``max_seq_length``.
         empty_body: True for the single breadcrumb-only chunk of a leaf with no own text.
@@ -96,32 +108,6 @@ class Chunk:
 def document_hash(text: str) -> str:
     """SHA-256 (hex) of normalised document text: the version of a document."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_NUMBER_PREFIX = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlcdm]+\.|[a-z]\.)\s+", re.IGNORECASE)
-_MARKUP = re.compile(r"[*_`~]+|</?[a-z][^>]*>", re.IGNORECASE)
-
-
-def normalise_title(title: str) -> str:
-    """Normalise a heading title for noise matching.
-
-    Drops inline markup (``*``, ``_``, backticks, HTML tags), a leading section number
-    (``9``, ``2.1``, ``3.``, ``IV.``, ``A.``), case (casefold), surrounding spaces and trailing
-    punctuation. Rule from shared case 29.
-
-    Example:
-        >>> normalise_title("9. **REFERENCES**:")
-        'references'
-    """
-    t = _MARKUP.sub("", title).strip()
-    t = _NUMBER_PREFIX.sub("", t)
-    t = re.sub(r"\s+", " ", t).casefold().strip()
-    return t.rstrip(" .:;,-").strip()
-
-
-def is_noise_title(title: str, noise_titles: tuple[str, ...]) -> bool:
-    """Tell whether the normalised title *equals* one of ``noise_titles`` (never a substring)."""
-    return normalise_title(title) in {normalise_title(n) for n in noise_titles}
 
 
 def breadcrumb_text(breadcrumb: tuple[str, ...], separator: str = " > ") -> str:
@@ -170,7 +156,10 @@ def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
         if at == -1:  # pragma: no cover - pieces are substrings by construction
             at = text.find(piece)
         if at == -1:
-            raise ValueError("chunk text is not a substring of its node")
+            raise DocumentError(
+                "chunk text is not a substring of its node; the text splitter changed the text "
+                "(a bug: please report it with the document)"
+            )
         spans.append((at, at + len(piece)))
         cursor = at + 1
     return spans
@@ -267,6 +256,55 @@ class _Chunker:
         # tokenizers; the fit check below measures the real embed text anyway.
         self.limit = tokenizer.max_seq_length - tokenizer.n_special
         self.truncated = 0
+        self.md = markdown_parser()  # reused for every node's tables
+
+    def shorten(self, text: str, max_tokens: int) -> str:
+        """``text`` cut to at most ``max_tokens`` word pieces: whole lines first, then words."""
+        lines = text.split("\n")
+        while lines and self.counts.count("\n".join(lines)) > max_tokens:
+            if len(lines) > 1:
+                lines.pop()
+                continue
+            words = lines[0].split()
+            while words and self.counts.count(" ".join(words)) > max_tokens:
+                words.pop()
+            lines = [" ".join(words)] if words else []
+        return "\n".join(lines)
+
+    def pieces(self, view: EmbeddedText, budget: _Budget, room: int, overlap: int) -> list[tuple[int, int, str, str]]:
+        """Cut ``view.text`` into pieces that fit the model with their breadcrumb and table context.
+
+        Args:
+            view: A node's own text (or a whole document) as embedded.
+            budget: Breadcrumb and room of the node.
+            room: Target word pieces of a piece's text.
+            overlap: Word pieces shared by consecutive pieces.
+
+        Returns:
+            ``(s_start, s_end, piece, context)`` per piece, in order: the source characters
+            ``[s_start, s_end)`` of ``view.source`` the piece comes from, the piece (a
+            substring of ``view.text``) and what to repeat before it (a table's title and
+            column headers, ``""`` for most pieces).
+        """
+        text = view.text
+        reserve = 0
+        cap = max(0, (self.limit - budget.header_tokens) // 3)
+        if view.tables and self.counts.count(text) > room:
+            # A piece that starts inside a table repeats its title and headers: keep room.
+            worst = max(self.counts.count(t.context) for t in view.tables)
+            reserve = min(worst, cap) + 1 if worst else 0
+            room = max(8, min(room, self.limit - budget.header_tokens - 1 - reserve))
+        pieces = self.split(text, room, overlap, budget.header, reserve)
+        out: list[tuple[int, int, str, str]] = []
+        for piece, (a, b) in zip(pieces, _locate(text, pieces), strict=True):
+            context = view.context_at(a)
+            if context:
+                context = self.shorten(context, cap)
+                while context and not self.fits(self.embed_text(budget.header, f"{context}\n{piece}")):
+                    context = self.shorten(context, self.counts.count(context) - 1)
+            s, e = view.source_span(a, b)
+            out.append((s, e, piece, context))
+        return out
 
     def budget(self, breadcrumb: tuple[str, ...]) -> tuple[tuple[str, ...], _Budget]:
         sep = self.config.breadcrumb_separator
@@ -303,20 +341,24 @@ class _Chunker:
             return text
         return f"{header}\n{text}" if text else header
 
-    def fits(self, text: str) -> bool:
-        return self.counts.count(text) <= self.limit
+    def fits(self, text: str, reserve: int = 0) -> bool:
+        return self.counts.count(text) + reserve <= self.limit
 
-    def split(self, text: str, room: int, overlap: int, header: str) -> list[str]:
-        """Split ``text`` into pieces whose embed text fits the model, each a substring."""
+    def split(self, text: str, room: int, overlap: int, header: str, reserve: int = 0) -> list[str]:
+        """Split ``text`` into pieces whose embed text fits the model, each a substring.
+
+        ``reserve`` word pieces are kept free in every piece's embed text (for a table's
+        repeated title and headers).
+        """
         self.counts.learn(text)
         pieces = _splitter(room, overlap, self.counts.estimate).split_text(text)
         out: list[str] = []
         for piece in pieces:
-            if self.fits(self.embed_text(header, piece)):
+            if self.fits(self.embed_text(header, piece), reserve):
                 out.append(piece)
             elif room > 8:
                 # Token counts are not additive across joins: re-split the piece tighter.
-                out.extend(self.split(piece, max(8, int(room * 0.8)), 0, header))
+                out.extend(self.split(piece, max(8, int(room * 0.8)), 0, header, reserve))
             else:  # pragma: no cover - a single word piece over the limit cannot happen
                 self.truncated += 1
                 out.append(piece)
@@ -334,30 +376,6 @@ def _breadcrumb(tree: DocumentTree, node: Node, mode: str) -> tuple[str, ...]:
     if path and path[0] != tree.title:
         path = (tree.title, *path)
     return path
-
-
-def _table_header(lines: list[str], first_idx: int, piece_first_line_idx: int) -> str:
-    """Header rows of the pipe table that a piece starts inside (below its header), else "".
-
-    A piece that starts after a table's header row gets the header (and the delimiter row,
-    when the piece starts below it) repeated in its embedded text, so column names are not
-    lost when a table must be split (shared case 15).
-    """
-    i = piece_first_line_idx
-    if not lines[i].lstrip().startswith("|"):
-        return ""
-    while i > first_idx and lines[i - 1].lstrip().startswith("|"):
-        i -= 1
-    if i == piece_first_line_idx or i + 1 >= len(lines):
-        return ""
-    if not _DELIMITER_ROW.match(lines[i + 1]):
-        return ""
-    if piece_first_line_idx == i + 1:
-        return lines[i]
-    return lines[i] + "\n" + lines[i + 1]
-
-
-_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def chunk_document(
@@ -457,7 +475,8 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
         has_children = bool(tree.children(node.node_id))
         first, last = node.body_start_line, node.body_end_line
         body = "\n".join(lines[first - 1 : last]) if last >= first else ""
-        stripped = body.strip()
+        view = EmbeddedText(body, chunker.md)
+        stripped = view.text.strip()
         if not stripped or len(stripped) < cfg.min_chars:
             if has_children or node.kind == "preamble":
                 continue
@@ -471,21 +490,14 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
             )
             continue
         breadcrumb, budget = chunker.budget(_breadcrumb(tree, node, cfg.breadcrumb))
-        pieces = chunker.split(body, budget.room, cfg.overlap_tokens, budget.header)
         index = _Lines(body, first)
-        for i, (piece, (a, b)) in enumerate(zip(pieces, _locate(body, pieces), strict=True)):
-            start, end = index.line_of(a), index.line_of(b - 1)
-            header = budget.header
-            table = _table_header(lines, first - 1, start - 1)
-            if table:
-                with_table = f"{header}\n{table}" if header else table
-                if chunker.fits(chunker.embed_text(with_table, piece)):
-                    header = with_table
-            embed = chunker.embed_text(header, piece)
+        for i, (a, b, piece, context) in enumerate(chunker.pieces(view, budget, budget.room, cfg.overlap_tokens)):
+            embed = chunker.embed_text(budget.header, f"{context}\n{piece}" if context else piece)
             chunks.append(
                 _make(tree, doc_hash, version, node.node_id, i, node.kind, node.title, node.level, node.parent_id,
-                      breadcrumb, (node.start_line, node.end_line, node.body_end_line), (start, end),
-                      piece, embed, chunker.counts.count(embed) + chunker.tok.n_special)
+                      breadcrumb, (node.start_line, node.end_line, node.body_end_line),
+                      (index.line_of(a), index.line_of(b - 1)), body[a:b], embed,
+                      chunker.counts.count(embed) + chunker.tok.n_special)
             )
     return chunks
 
@@ -497,25 +509,27 @@ def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: 
     if first > len(lines):
         return []
     body = "\n".join(lines[first - 1 :])
-    if not body.strip():
+    view = EmbeddedText(body, chunker.md)
+    if not view.text.strip():
         return []
     breadcrumb, budget = chunker.budget(() if cfg.breadcrumb in ("none", "section") else (tree.title,))
     room = min(budget.room, cfg.window_tokens - budget.header_tokens - 1 if budget.header else cfg.window_tokens)
-    pieces = chunker.split(body, max(room, 8), cfg.window_overlap_tokens, budget.header)
     index = _Lines(body, first)
-    spans = [(index.line_of(a), index.line_of(b - 1)) for a, b in _locate(body, pieces)]
     chunks: list[Chunk] = []
     prev_end = first - 1
-    for i, (piece, (start, end)) in enumerate(zip(pieces, spans, strict=True)):
+    pieces = chunker.pieces(view, budget, max(room, 8), cfg.window_overlap_tokens)
+    for i, (a, b, piece, context) in enumerate(pieces):
+        start, end = index.line_of(a), index.line_of(b - 1)
         # Close gaps left by stripped blank lines so every line lies in some window.
         start = min(start, prev_end + 1)
         if i == len(pieces) - 1:
             end = len(lines)
         prev_end = max(prev_end, end)
-        embed = chunker.embed_text(budget.header, piece)
+        embed = chunker.embed_text(budget.header, f"{context}\n{piece}" if context else piece)
         node_id = f"w{i + 1:04d}"
         chunks.append(
             _make(tree, doc_hash, version, node_id, 0, "window", tree.title, 0, "", breadcrumb,
-                  (start, end, end), (start, end), piece, embed, chunker.counts.count(embed) + chunker.tok.n_special)
+                  (start, end, end), (start, end), body[a:b], embed,
+                  chunker.counts.count(embed) + chunker.tok.n_special)
         )
     return chunks

@@ -1,4 +1,4 @@
-"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval``.
+"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval | serve``.
 
 A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
 1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
@@ -34,6 +34,14 @@ def _add_tree_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--html-headings", action="store_true", help="treat <h1>..<h6> lines as headings")
     g.add_argument(
         "--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level"
+    )
+    g.add_argument(
+        "--drop-row-headings",
+        action="store_true",
+        help="headings that read like table rows or page furniture are not sections",
+    )
+    g.add_argument(
+        "--relevel-filing", action="store_true", help="10-K/10-Q: nest ITEM under PART, Note N under the notes heading"
     )
 
 
@@ -101,7 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
-    p.add_argument("--check", action="store_true", help="report trees that look wrong before indexing")
+    p.add_argument(
+        "--check", action="store_true", help="report trees that look wrong before indexing (exit 1 on a warning)"
+    )
     p.add_argument(
         "--refs",
         action="store_true",
@@ -123,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
     _add_eval_parser(sub, common)
+    _add_serve_parser(sub, common)
     return parser
 
 
@@ -168,6 +179,29 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     p.add_argument("--plot", metavar="PNG", help="write the budget plot here")
 
 
+def _add_serve_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    p = sub.add_parser(
+        "serve", parents=[common], help="serve the index to agents (MCP) and apps (HTTP API); docs/integrations.md"
+    )
+    kinds = p.add_subparsers(dest="serve_kind", required=True, metavar="KIND")
+    for kind, text in (
+        ("mcp", "MCP server (tools search, list_documents, get_structure, get_section); stdio by default"),
+        ("http", "REST API (POST /query, GET /documents, ...; OpenAPI at /docs)"),
+    ):
+        k = kinds.add_parser(kind, parents=[common], help=text, description=text)
+        if kind == "mcp":
+            k.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp instead of stdio")
+        k.add_argument("--host", help="address to bind (default: serve.host, 127.0.0.1; others need a bearer token)")
+        k.add_argument("--port", type=int, help="TCP port (default: serve.port, 8765)")
+        if kind == "http":
+            k.add_argument(
+                "--allow-write",
+                action="store_true",
+                help="accept POST /ingest (files under serve.ingest_roots) and DELETE /documents/{doc_id}",
+            )
+        _add_store_args(k)
+
+
 def _config(args: argparse.Namespace):
     import dataclasses
 
@@ -179,6 +213,8 @@ def _config(args: argparse.Namespace):
         "numbered_headings": getattr(args, "numbered_headings", False),
         "html_headings": getattr(args, "html_headings", False),
         "relevel_numbered": getattr(args, "relevel_numbered", False),
+        "drop_row_headings": getattr(args, "drop_row_headings", False),
+        "relevel_filing": getattr(args, "relevel_filing", False),
     }
     on = {k: True for k, v in flags.items() if v}
     if on:
@@ -328,12 +364,13 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         if args.check:
             from .treecheck import check_tree
 
-            warnings = check_tree(tree, split_lines(text))
-            for w in warnings:
-                print(f"{f}:{w.line}: {w.code}: {w.message}")
-            if not warnings:
+            findings = check_tree(tree, split_lines(text))
+            for w in findings:
+                print(w.format(f))
+            n_warnings = sum(1 for w in findings if w.severity == "warning")
+            if not n_warnings:
                 print(f"{f}: ok ({len(tree.nodes)} nodes)")
-            status = status or (1 if warnings else 0)
+            status = status or (1 if n_warnings else 0)
             continue
         if args.refs:
             _print_refs(f, tree, split_lines(text), args.json)
@@ -511,6 +548,25 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import run_http, run_mcp
+    from .serve.common import Service
+
+    service = Service(args.store, _config(args), allow_write=getattr(args, "allow_write", False))
+
+    def ready(line: str) -> None:
+        print(f"proxypointer: {line}", file=sys.stderr, flush=True)
+
+    try:
+        if args.serve_kind == "mcp":
+            run_mcp(service, http=args.http, host=args.host, port=args.port, ready=ready)
+        else:
+            run_http(service, host=args.host, port=args.port, ready=ready)
+    finally:
+        service.close()
+    return 0
+
+
 _COMMANDS = {
     "ingest": _cmd_ingest,
     "query": _cmd_query,
@@ -520,6 +576,7 @@ _COMMANDS = {
     "check": _cmd_check,
     "ask": _cmd_ask,
     "eval": _cmd_eval,
+    "serve": _cmd_serve,
 }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "LLMConfig",
     "ProxyPointerConfig",
     "RetrievalConfig",
+    "ServeConfig",
     "StoreConfig",
     "TreeConfig",
     "config_from_dict",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: Section titles that are not embedded, compared after normalisation (see
-#: ``chunking.normalise_title``). Source: the design brief and shared case 29.
+#: ``titles.normalise_title``). Source: the design brief and shared case 29.
 DEFAULT_NOISE_TITLES: tuple[str, ...] = (
     "abbreviations",
     "acknowledgements",
@@ -61,12 +62,20 @@ class TreeConfig:
         html_headings: Treat lines that are one ``<h1>``..``<h6>`` element as headings.
         relevel_numbered: When every heading has one level but numbering (``3``, ``3.1``,
             ``Item 7``) shows nesting, take the level from the numbering.
+        drop_row_headings: Headings that read like table rows or page furniture
+            (``###### 4,867,457 $ 133.54``, ``###### 2021 FORM 10-K 30``) are not sections
+            (rule: ``titles.is_row_or_furniture``; PDF converter output).
+        relevel_filing: Re-level SEC filings from their labels: ``PART II`` > ``ITEM 7.`` >
+            ``Notes to ... Financial Statements`` > ``Note 14``, other headings under the
+            label before them (``_converter.relevel_filing``).
     """
 
     bold_headings: bool = False
     numbered_headings: bool = False
     html_headings: bool = False
     relevel_numbered: bool = False
+    drop_row_headings: bool = False
+    relevel_filing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +352,55 @@ class LLMConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """``proxypointer serve``: where the MCP and HTTP servers listen and what a request may ask.
+
+    Attributes:
+        host: Interface to bind; ``127.0.0.1`` by default. Any host that is not a loopback
+            address needs a bearer token (``token_env``).
+        port: TCP port of ``serve http`` and ``serve mcp --http``.
+        token_env: Name of the environment variable holding the bearer token (never the
+            token itself). When it is set, every request but ``GET /healthz`` must send
+            ``Authorization: Bearer <token>``; binding off loopback without it is refused.
+        threads: Queries run at the same time (worker threads, each with its own registry
+            connection, sharing one embedding model).
+        max_query_chars: Longest query accepted, in characters.
+        max_k: Most sections one search may ask for.
+        default_max_tokens: Text budget of a search or section read that gives none, in word
+            pieces of the embedding model's tokenizer (no special tokens).
+        max_tokens: Largest text budget a request may ask for, in word pieces.
+        max_body_bytes: Largest request body accepted, in bytes (checked on the bytes
+            received, not only on ``Content-Length``).
+        ingest_roots: Folders whose files ``POST /ingest`` may read (``--allow-write`` only);
+            empty: ``POST /ingest`` is refused.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token_env: str = "PROXYPOINTER_TOKEN"
+    threads: int = 4
+    max_query_chars: int = 2000
+    max_k: int = 20
+    default_max_tokens: int = 4000
+    max_tokens: int = 20000
+    max_body_bytes: int = 65536
+    ingest_roots: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check(bool(self.host), "serve.host", "must not be empty")
+        _check(1 <= self.port <= 65535, "serve.port", f"expected 1..65535, got {self.port}")
+        _check(1 <= self.threads <= 64, "serve.threads", f"expected 1..64, got {self.threads}")
+        for name in ("max_query_chars", "max_k", "default_max_tokens", "max_tokens", "max_body_bytes"):
+            value = getattr(self, name)
+            _check(value >= 1, f"serve.{name}", f"expected an int >= 1, got {value}")
+        _check(
+            self.default_max_tokens <= self.max_tokens,
+            "serve.default_max_tokens",
+            f"expected <= serve.max_tokens ({self.max_tokens}), got {self.default_max_tokens}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProxyPointerConfig:
     """The whole configuration, one frozen section per stage."""
 
@@ -352,6 +410,7 @@ class ProxyPointerConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -403,7 +462,7 @@ def config_from_dict(data: dict[str, Any] | None, source: str = "<config>") -> P
 
     Args:
         data: Mapping with optional keys ``tree``, ``chunking``, ``embedding``, ``store``,
-            ``retrieval``, ``llm``; anything missing takes its default.
+            ``retrieval``, ``llm``, ``serve``; anything missing takes its default.
         source: Name used in error messages (a file path).
 
     Returns:

@@ -2,12 +2,13 @@
 
 ``import proxypointer`` never imports torch or sentence-transformers (about 7 s here,
 STACK.md); the model loads on the first ``encode`` call, offline, from a local folder.
+Loading changes no process-wide state: no environment variable, no other library's logger
+level or progress-bar setting (options are passed per call instead).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -110,25 +111,18 @@ class SentenceTransformerEmbedder:
     def model(self) -> SentenceTransformer:
         """The loaded ``SentenceTransformer`` (first access loads it, ~1 s plus imports)."""
         if self._model is None:
-            # Models are never downloaded at run time: keep the hub client offline.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as err:
                 raise MissingDependencyError(
                     "embedding needs sentence-transformers; pip install sentence-transformers"
                 ) from err
-            try:  # the weight-loading bar would break our own progress line
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()
-            except ImportError:  # pragma: no cover
-                pass
             path = resolve_model_path(self.config.model)
             logger.info("loading embedding model %s from %s", self.name, path)
-            model = SentenceTransformer(str(path), device=self.config.device)
+            # Models are never downloaded at run time: the path is a local folder and the
+            # libraries are told so per call; no environment variable or global setting of
+            # another library is changed (hidden global state, STYLE.md).
+            model = SentenceTransformer(str(path), device=self.config.device, local_files_only=True)
             if self.quantize_int8:
                 model = _quantize_int8(model)
             self._model = model
@@ -254,20 +248,17 @@ def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] |
             def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
                 return self.auto_model(**dict(zip(keys, tensors, strict=True)), return_dict=False)[0]
 
-        # Tracing reads every attribute of the model, including properties that log (such
-        # as transformers' ``loss_function``): keep that and the deprecation and
-        # TracerWarnings (see above) out of the user's terminal.
-        hf_logger = logging.getLogger("transformers")
-        level = hf_logger.level
-        hf_logger.setLevel(logging.ERROR)
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                traced = torch.jit.freeze(
-                    torch.jit.trace(_Body().eval(), tuple(features[k] for k in keys), check_trace=False)
-                )
-        finally:
-            hf_logger.setLevel(level)
+        # Tracing reads every attribute of the module; transformers' ``loss_function``
+        # property logs a warning when read on a model without a loss type. Encoding never
+        # uses a loss, so this inference-only model gets none and the read is silent (no
+        # logger of transformers is touched).
+        if isinstance(getattr(type(auto_model), "loss_function", None), property):
+            auto_model.loss_function = None
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TracerWarnings and deprecations of the trace
+            traced = torch.jit.freeze(
+                torch.jit.trace(_Body().eval(), tuple(features[k] for k in keys), check_trace=False)
+            )
 
         def encode_one(text: str) -> np.ndarray:
             features = prepare(text)

@@ -10,6 +10,7 @@ __all__ = [
     "ConfigError",
     "DocumentError",
     "EmptyDocumentError",
+    "LLMError",
     "LockError",
     "MissingDependencyError",
     "ProxyPointerError",
@@ -53,3 +54,7 @@ class StaleSourceError(ProxyPointerError):
 
 class MissingDependencyError(ProxyPointerError, ImportError):
     """An optional package is absent; the message names what to install."""
+
+
+class LLMError(ProxyPointerError):
+    """The chat endpoint failed: unreachable, timed out, refused, or sent a malformed reply."""

@@ -30,6 +30,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .config import TreeConfig
+from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
+from .titles import ROMAN_DIGITS as _ROMAN
+from .titles import ROMAN_OR_LETTER as _ROMAN_OR_LETTER
+from .titles import arabic_to_roman as _arabic_to_roman
+from .titles import normalise_label
+from .titles import plain_title as _plain
+from .titles import roman_to_arabic as _roman_to_arabic
+from .titles import title_words as _norm_title
 from .tree import DocumentTree, Node, build_tree, split_lines
 
 __all__ = [
@@ -85,7 +93,6 @@ _IMPLICIT_LETTER = frozenset({"annex", "appendix", "exhibit", "schedule"})
 _DIGIT_ONLY = frozenset({"item", "note"})
 # Kinds numbered in either roman or arabic numerals ("Article IV" is "ARTICLE 4").
 _ROMAN_KINDS = frozenset({"article", "chapter", "part", "section"})
-_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 
 _KIND_ALT = "|".join(
     re.escape(w) + ("" if w.endswith((".", "§")) else r"\b")
@@ -121,10 +128,6 @@ _CUE = re.compile(
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _LEAD = re.compile(r"^(?:\s|[>*_|#]|<[^>]{1,40}>|\*\*|__)*")
 _CAPTION_END = re.compile(r"\s*(?:[:.|—–]|-\s|\)|$)")
-_MARKUP = re.compile(r"[*_`]|\[|\]\([^)]*\)|\]|<[^>]{1,40}>")
-_NUMBERED_TITLE = re.compile(r"^(?P<label>\d+(?:\.\d+)*|[IVXLC]{1,7}|[A-Z])(?:[.):]\s*|\s+)(?=\S)")
-_ROMAN_OR_LETTER = re.compile(r"^(?:[IVXLC]{1,7}|[A-Z])$")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,34 +187,8 @@ class LabelIndex:
     tree: DocumentTree | None = None
 
 
-def normalise_label(label: str) -> str:
-    """Canonical form of a label: upper case, parts joined by ``.``, leading zeros dropped.
-
-    ``2.04`` and ``2.4`` are the same label; ``A-1`` is ``A.1``; ``a2.1.1`` is ``A2.1.1``.
-
-    Example:
-        >>> normalise_label("2.04"), normalise_label("A-1"), normalise_label("iv")
-        ('2.4', 'A.1', 'IV')
-
-    """
-    parts = re.split(r"[.\-]", label.strip().rstrip(".").upper())
-    return ".".join(p.lstrip("0") or "0" if p.isdigit() else p for p in parts if p)
-
-
 def _kind(word: str) -> str | None:
     return _KIND_WORDS.get(word.lower().replace(" ", ""))
-
-
-def _plain(title: str) -> str:
-    return _MARKUP.sub("", title).strip()
-
-
-def _norm_title(title: str) -> str:
-    title = _plain(title)
-    m = _NUMBERED_TITLE.match(title)
-    if m and not _ROMAN_OR_LETTER.match(m.group("label")):
-        title = title[m.end():]
-    return " ".join(_WORD.findall(title.lower()))
 
 
 def _label_ok(kind: str, label: str) -> bool:
@@ -357,30 +334,6 @@ def resolve(kind: str, label: str, index: LabelIndex, *, quoted: bool = False) -
         parent = norm.rsplit(".", 1)[0]
         found = _resolve_exact(kind, parent, index) or _resolve_implicit(kind, parent, index)
     return found
-
-
-def _roman_to_arabic(label: str) -> str:
-    # "IV" -> "4"; "" when not a roman numeral.
-    if not label or any(ch not in _ROMAN for ch in label):
-        return ""
-    total = 0
-    for i, ch in enumerate(label):
-        v = _ROMAN[ch]
-        total += -v if i + 1 < len(label) and _ROMAN[label[i + 1]] > v else v
-    return str(total) if _arabic_to_roman(str(total)) == label else ""
-
-
-def _arabic_to_roman(label: str) -> str:
-    # "4" -> "IV" for 1..199; "" otherwise.
-    if not label.isdigit() or not 0 < int(label) < 200:
-        return ""
-    n, out = int(label), ""
-    for v, sym in ((100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
-                   (4, "IV"), (1, "I")):
-        while n >= v:
-            out += sym
-            n -= v
-    return out
 
 
 def _is_contents(node: Node) -> bool:

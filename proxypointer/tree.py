@@ -1,11 +1,11 @@
 r"""Skeleton tree: markdown text -> heading nodes with 1-based inclusive line ranges. No LLM.
 
 Headings follow CommonMark as markdown-it-py parses it (commonmark preset + GFM tables + front
-matter plugin): ATX and setext, nothing inside fenced or indented code, lists, block quotes,
-HTML blocks or table cells. YAML front matter is not a section. Text before the first heading
-becomes a level-0 *preamble* node. The default path is :class:`_BlockScanner`, a token-free
-port of markdown-it-py's block rules (several times faster); markdown-it-py itself parses
-when a converter-output mode is on, and is the scanner's oracle in the differential tests.
+matter plugin; see :mod:`proxypointer._markdown`): ATX and setext, nothing inside fenced or
+indented code, display math, lists, block quotes, HTML blocks or table cells. YAML front
+matter is not a section. Text before the first heading becomes a level-0 *preamble* node.
+Converter-output modes (:mod:`proxypointer._converter`) add, drop or re-level headings;
+title rules live in :mod:`proxypointer.titles`.
 
 Line numbering is defined once, here, by :func:`normalise_text` and :func:`split_lines`:
 only ``\n``, ``\r\n`` and ``\r`` end a line (never ``\f``, U+2028 or NEL), and the same
@@ -19,15 +19,11 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from ._blockscan import _BlockScanner
+from ._converter import apply_converter_modes
+from ._markdown import Heading, parse_blocks, top_level_headings
 from .config import TreeConfig
 from .errors import StaleSourceError
-
-if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
-    from markdown_it.token import Token
 
 __all__ = [
     "PREAMBLE_ID",
@@ -102,30 +98,6 @@ def slice_lines(lines: list[str], start_line: int, end_line: int) -> str:
             "re-ingest the document"
         )
     return "\n".join(lines[start_line - 1 : end_line])
-
-
-@dataclass(frozen=True, slots=True)
-class Heading:
-    """One heading found in a document, before the tree is built.
-
-    Attributes:
-        line: Line of the heading text, 1-based (setext: the text line, not the underline).
-        last_line: Last line of the heading markup (setext: the underline), 1-based.
-        level: Level used for nesting, 1..6 (after any re-levelling).
-        title: Heading text without markers; inline markup kept as written.
-        md_level: Level as written: the ``#`` count or setext level, N of an ``<hN>`` line,
-            0 for bold and numbered lines (re-levelling changes ``level``, not this).
-        source: ``atx``, ``setext`` or the converter mode that found it (``bold``,
-            ``numbered``, ``html``).
-
-    """
-
-    line: int
-    last_line: int
-    level: int
-    title: str
-    md_level: int
-    source: str = "atx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,86 +201,20 @@ class DocumentTree:
         return iter(self.nodes)
 
 
-def _markdown_parser() -> MarkdownIt:
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.front_matter import front_matter_plugin
-
-    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
-    # Only block structure is needed: titles are taken from the raw inline content.
-    md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
-    return md
-
-
-_PARSER: list[MarkdownIt] = []
-
-
-def _parser() -> MarkdownIt:
-    if not _PARSER:
-        _PARSER.append(_markdown_parser())
-    return _PARSER[0]
-
-
-def _clean_title(content: str) -> str:
-    # Setext headings may span several lines: CommonMark joins them into one title.
-    return " ".join(part.strip() for part in content.split("\n")).strip()
-
-
-def _heading(line0: int, end0: int, level: int, content: str, setext: bool) -> Heading | None:
-    # One Heading from a 0-based [line0, end0) block; None for an empty title (shared case 04).
-    title = _clean_title(content)
-    if not title:
-        return None
-    return Heading(line0 + 1, end0, level, title, level, "setext" if setext else "atx")
-
-
-def _headings_markdown_it(text: str) -> tuple[list[Heading], int, list[Token]]:
-    """Top-level headings and front matter end as markdown-it-py finds them (the reference).
-
-    Returns:
-        ``(headings, front_matter_end, tokens)``; tokens are markdown-it's block tokens.
-
-    """
-    tokens = _parser().parse(text)
-    headings: list[Heading] = []
-    front_matter_end = 0
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or not tok.map:
-            continue
-        if tok.type == "front_matter":
-            front_matter_end = tok.map[1]
-        elif tok.type == "heading_open":
-            h = _heading(tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content,
-                         tok.markup in ("=", "-"))
-            if h is not None:
-                headings.append(h)
-    return headings, front_matter_end, tokens
-
-
-def _scan_headings(text: str) -> tuple[list[Heading], int]:
-    """Top-level headings and front matter end found by :class:`_BlockScanner` (fast path)."""
-    scanner = _BlockScanner(text)
-    scanner.scan()
-    headings: list[Heading] = []
-    for line0, end0, level, content, setext in scanner.headings:
-        if "\0" in content:
-            content = content.replace("\0", "\ufffd")  # as markdown-it's normalize step
-        h = _heading(line0, end0, level, content, setext)
-        if h is not None:
-            headings.append(h)
-    return headings, scanner.fm_end
-
-
-def find_headings(text: str, config: TreeConfig | None = None) -> tuple[list[Heading], int]:
+def find_headings(
+    text: str, config: TreeConfig | None = None, *, lines: list[str] | None = None
+) -> tuple[list[Heading], int]:
     """Find the section headings of normalised markdown text.
 
-    In default mode a line scanner ported from markdown-it-py's block rules finds the
-    headings (several times faster; markdown-it-py is its oracle in the tests). When a
-    converter-output mode is on, markdown-it-py parses the text and its tokens feed
-    :func:`proxypointer._converter.apply_converter_modes`.
+    markdown-it-py parses the text (:func:`proxypointer._markdown.parse_blocks`); its
+    top-level ATX and setext headings are the sections, and the converter-output modes that
+    ``config`` switches on add, drop or re-level headings
+    (:func:`proxypointer._converter.apply_converter_modes`).
 
     Args:
         text: Output of :func:`normalise_text`.
         config: Converter-output modes; defaults are CommonMark only.
+        lines: ``split_lines(text)`` when the caller already has it.
 
     Returns:
         ``(headings, front_matter_end)``: headings in line order, and the last line of YAML
@@ -320,14 +226,13 @@ def find_headings(text: str, config: TreeConfig | None = None) -> tuple[list[Hea
 
     """
     config = config or TreeConfig()
-    modes = (config.bold_headings, config.numbered_headings, config.html_headings,
-             config.relevel_numbered)
-    if any(modes):
-        from ._converter import apply_converter_modes
-
-        headings, front_matter_end, tokens = _headings_markdown_it(text)
-        return apply_converter_modes(text, tokens, headings, config), front_matter_end
-    return _scan_headings(text)
+    tokens = parse_blocks(text)
+    headings, front_matter_end = top_level_headings(tokens)
+    if any((config.bold_headings, config.numbered_headings, config.html_headings, config.relevel_numbered,
+            config.drop_row_headings, config.relevel_filing)):
+        lines = split_lines(text) if lines is None else lines
+        headings = apply_converter_modes(lines, tokens, headings, config, front_matter_end)
+    return headings, front_matter_end
 
 
 def _node_id(parent_id: str, title: str, ordinal: int) -> str:
@@ -366,7 +271,7 @@ def build_tree(
     """
     lines = split_lines(text) if lines is None else lines
     n_lines = len(lines)
-    headings, fm_end = find_headings(text, config)
+    headings, fm_end = find_headings(text, config, lines=lines)
     stem = doc_id.rsplit("/", 1)[-1] or doc_id
 
     nodes: list[Node] = []

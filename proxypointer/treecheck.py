@@ -3,18 +3,21 @@
 The validation report flags trees that look wrong *before* they are indexed, so users can
 change the converter-output modes (:class:`~proxypointer.config.TreeConfig`) or fix the
 conversion: flat levels that numbering contradicts, one node holding most of the text,
-headings that read like sentences, duplicate title paths and oversized sections.
+headings that read like sentences, table rows or display math, duplicate title paths and
+oversized sections. A document without headings gets a note, not a warning: sliding windows
+are a supported fallback.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ConfigError, StaleSourceError
+from .titles import is_row_or_furniture, numbering_depth
 from .tree import DocumentTree, Node
 
 __all__ = [
@@ -36,8 +39,8 @@ DOMINANT_MIN_CHARS = 2000
 SENTENCE_MAX_WORDS = 15
 #: A heading of at least this many words ending in ``.``, ``;`` or ``,`` reads like a sentence.
 SENTENCE_PUNCT_MIN_WORDS = 5
-
-_NUMBER_PREFIX = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s+|$)")
+#: Display-math openers; a heading title starting with one is an equation read as a heading.
+MATH_OPENERS = ("$$", "\\[", "\\begin{")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +48,35 @@ class TreeWarning:
     """One finding of :func:`check_tree`.
 
     Attributes:
-        code: Stable kind: ``flat-levels``, ``dominant-node``, ``sentence-heading``,
-            ``duplicate-title``, ``long-section`` or ``no-headings``.
-        line: Line the finding points at, 1-based; 0 for the whole document.
-        message: ``<doc_id>[:line]: <what looks wrong>; <what to try>``.
+        code: Stable kind: ``no-headings``, ``flat-levels``, ``dominant-node``,
+            ``sentence-heading``, ``math-heading``, ``row-headings``, ``duplicate-title`` or
+            ``long-section``.
+        line: Line the finding points at, 1-based; 0 when it concerns the whole document.
+        message: ``<what looks wrong>; <what to try>``, without the file or line (see
+            :meth:`format`). Fixes name the CLI flag and, in parentheses, the config key.
+        severity: ``warning`` (the tree looks wrong) or ``note`` (worth knowing, nothing
+            wrong: a document without headings is indexed as sliding windows).
 
     """
 
     code: str
     line: int
     message: str
+    severity: str = "warning"
+
+    def format(self, source: str) -> str:
+        """One report line: ``<source>[:<line>]: <severity>[<code>]: <message>``.
+
+        Args:
+            source: The file as the user named it.
+
+        Example:
+            >>> TreeWarning("no-headings", 0, "no headings", "note").format("a.md")
+            'a.md: note[no-headings]: no headings'
+
+        """
+        where = f"{source}:{self.line}" if self.line > 0 else source
+        return f"{where}: {self.severity}[{self.code}]: {self.message}"
 
 
 def _depth(tree: DocumentTree, node: Node) -> int:
@@ -145,16 +167,24 @@ def check_tree(
 
     Checks, each with its ``code``:
 
-    * ``no-headings``: the document has text but no heading (it will be indexed as
-      sliding windows); try ``bold_headings``/``numbered_headings``/``html_headings``.
+    * ``no-headings`` (a note): the document has text but no heading; it will be indexed
+      as sliding windows, a supported fallback. If the converter wrote titles as bold,
+      numbered or ``<hN>`` lines, the converter-output modes find them.
     * ``flat-levels``: at least :data:`FLAT_MIN_HEADINGS` headings, all at one level, and
-      numbering (``3``, ``3.1``) shows more than one depth; try ``relevel_numbered``.
+      numbering (``3``, ``3.1``, ``Item 7``) shows more than one depth; try
+      ``--relevel-numbered``.
     * ``dominant-node``: one node's own text holds more than :data:`DOMINANT_SHARE` of the
       document's non-blank characters (documents of at least :data:`DOMINANT_MIN_CHARS`),
       a sign of missed headings.
     * ``sentence-heading``: a title of more than :data:`SENTENCE_MAX_WORDS` words, or of at
       least :data:`SENTENCE_PUNCT_MIN_WORDS` words ending in ``.``, ``;`` or ``,``: body text
       promoted to a heading by the converter.
+    * ``math-heading``: a title starting with a display-math opener (:data:`MATH_OPENERS`):
+      an equation read as a setext heading (shared case 35; an unclosed ``$$`` or a blank
+      line inside the equation keeps the CommonMark reading).
+    * ``row-headings``: headings that read like table rows or page furniture
+      (:func:`proxypointer.titles.is_row_or_furniture`), reported once at the first one
+      with their count; try ``--drop-row-headings``.
     * ``duplicate-title``: two nodes with the same title path (breadcrumb), which retrieval
       cannot tell apart; reported at the later one.
     * ``long-section``: a node's own text is over ``max_section_tokens`` tokens.
@@ -169,22 +199,23 @@ def check_tree(
             unit of ``count_tokens``; must be > 0.
 
     Returns:
-        Warnings ordered by line, then code; empty when nothing looks wrong.
+        Findings ordered by line (whole-document ones, line 0, first), then code; empty
+        when nothing looks wrong.
 
     Raises:
-        ValueError: If ``max_section_tokens`` is not > 0 or ``lines`` does not match the
-            tree's ``line_count``.
+        ConfigError: If ``max_section_tokens`` is not > 0.
+        StaleSourceError: If ``lines`` does not match the tree's ``line_count`` (the tree
+            was built from another text).
 
     """
     if max_section_tokens <= 0:
-        raise ValueError(f"max_section_tokens: expected an int > 0, got {max_section_tokens}")
+        raise ConfigError(f"max_section_tokens: expected an int > 0, got {max_section_tokens}")
     if len(lines) != tree.line_count:
-        raise ValueError(
+        raise StaleSourceError(
             f"{tree.doc_id}: lines has {len(lines)} lines but the tree was built from "
             f"{tree.line_count}; pass split_lines() of the same text"
         )
     count = count_tokens or _approx_tokens
-    doc = tree.doc_id
     found: list[TreeWarning] = []
     headings = [n for n in tree.nodes if n.kind == "heading"]
     total_chars = sum(len(s.strip()) for s in lines[tree.front_matter_end :])
@@ -193,23 +224,21 @@ def check_tree(
         if total_chars:
             found.append(TreeWarning(
                 "no-headings", 0,
-                f"{doc}: no headings, the document will be indexed as sliding windows; if the "
-                "converter wrote titles as bold or numbered lines, try bold_headings or "
-                "numbered_headings",
+                "no headings: the document will be indexed as sliding windows (a supported "
+                "fallback); if the converter wrote titles as bold, numbered or <hN> lines, try "
+                "--bold-headings, --numbered-headings or --html-headings (tree.bold_headings, "
+                "tree.numbered_headings, tree.html_headings)",
+                "note",
             ))
         return found
 
     if len(headings) >= FLAT_MIN_HEADINGS and len({n.level for n in headings}) == 1:
-        depths = set()
-        for n in headings:
-            m = _NUMBER_PREFIX.match(n.title)
-            if m:
-                depths.add(m.group(1).count(".") + 1)
+        depths = {d for n in headings if (d := numbering_depth(n.title))}
         if len(depths) > 1:
             found.append(TreeWarning(
                 "flat-levels", 0,
-                f"{doc}: all {len(headings)} headings are level {headings[0].level} but their "
-                f"numbering has {len(depths)} depths; try relevel_numbered",
+                f"all {len(headings)} headings are level {headings[0].level} but their numbering "
+                f"has {len(depths)} depths; try --relevel-numbered (tree.relevel_numbered)",
             ))
 
     if total_chars >= DOMINANT_MIN_CHARS:
@@ -218,28 +247,43 @@ def check_tree(
             if own > DOMINANT_SHARE * total_chars:
                 found.append(TreeWarning(
                     "dominant-node", n.start_line,
-                    f"{doc}:{n.start_line}: node {n.title!r} holds {own * 100 // total_chars}% "
-                    "of the text in its own body; headings may be missing (bold or numbered "
-                    "lines?), try bold_headings or numbered_headings",
+                    f"node {n.title!r} holds {own * 100 // total_chars}% of the text in its own "
+                    "body; headings may be missing (bold or numbered lines?), try --bold-headings "
+                    "or --numbered-headings (tree.bold_headings, tree.numbered_headings)",
                 ))
+
+    rows = [n for n in headings if is_row_or_furniture(n.title)]
+    if rows:
+        found.append(TreeWarning(
+            "row-headings", rows[0].start_line,
+            f"{len(rows)} heading(s) read like table rows or page furniture (first: "
+            f"{rows[0].title!r}); try --drop-row-headings (tree.drop_row_headings)",
+        ))
 
     seen: dict[tuple[str, ...], int] = {}
     for n in headings:
         words = n.title.split()
-        if len(words) > SENTENCE_MAX_WORDS or (
+        if n.title.startswith(MATH_OPENERS):
+            found.append(TreeWarning(
+                "math-heading", n.start_line,
+                f"heading {n.title!r} starts like display math: an equation read as a heading "
+                "(a '=' or '-' line under it?); close the equation on its own line and keep blank "
+                "lines out of it",
+            ))
+        elif len(words) > SENTENCE_MAX_WORDS or (
             len(words) >= SENTENCE_PUNCT_MIN_WORDS and n.title.endswith((".", ";", ","))
         ):
             found.append(TreeWarning(
                 "sentence-heading", n.start_line,
-                f"{doc}:{n.start_line}: heading {n.title!r} reads like a sentence; the "
-                "converter may have promoted body text to a heading",
+                f"heading {n.title!r} reads like a sentence; the converter may have promoted "
+                "body text to a heading",
             ))
         path = tree.title_path(n.node_id)
         if path in seen:
             found.append(TreeWarning(
                 "duplicate-title", n.start_line,
-                f"{doc}:{n.start_line}: title path {' > '.join(path)!r} repeats line "
-                f"{seen[path]}; retrieval cannot tell the two apart by breadcrumb",
+                f"title path {' > '.join(path)!r} repeats the heading of line {seen[path]}; "
+                "retrieval cannot tell the two apart by breadcrumb",
             ))
         else:
             seen[path] = n.start_line
@@ -249,11 +293,11 @@ def check_tree(
         if size > max_section_tokens:
             found.append(TreeWarning(
                 "long-section", n.start_line,
-                f"{doc}:{n.start_line}: section {n.title!r} has {size} tokens of own text "
-                f"(> {max_section_tokens}); check for missed headings",
+                f"section {n.title!r} has {size} tokens of own text (> {max_section_tokens}); "
+                "check for missed headings",
             ))
 
     found.sort(key=lambda w: (w.line, w.code))
     if found:
-        logger.debug("%s: %d tree warning(s)", doc, len(found))
+        logger.debug("%s: %d tree finding(s)", tree.doc_id, len(found))
     return found

@@ -49,11 +49,18 @@ def test_a_trace_that_disagrees_is_not_used(eager, monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="proxypointer.embedding"):
         vector = e.encode_query("How is parental leave paid?")
     assert "query tracing skipped" in caplog.text
-    np.testing.assert_allclose(vector, real(["How is parental leave paid?"], normalize_embeddings=True)[0] + 0.01)
+    np.testing.assert_allclose(
+        vector,
+        real(["How is parental leave paid?"], normalize_embeddings=True)[0] + 0.01,
+        atol=embedding.TRACE_TOLERANCE,
+    )
 
 
 def test_tracing_off_runs_the_eager_model(eager, monkeypatch):
     monkeypatch.setattr(embedding, "_traced_encoder", lambda model: pytest.fail("traced"))
     e = SentenceTransformerEmbedder(query_cache_size=0, trace_query=False)
     e._model = eager.model
-    np.testing.assert_allclose(e.encode_query("a question"), eager.encode(["a question"])[0])
+    # one torch thread for the query, torch's default for the batch: sums in another order
+    np.testing.assert_allclose(
+        e.encode_query("a question"), eager.encode(["a question"])[0], atol=embedding.TRACE_TOLERANCE
+    )

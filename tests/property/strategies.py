@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 __all__ = [
     "BODIES",
+    "MATH_MARK",
     "PREFIXES",
     "heading_documents",
     "markdown_documents",
@@ -40,6 +41,8 @@ BODIES: tuple[str, ...] = (
     "<a href='x'>", "[ref]: /url", "[ref]: /url 'title'", "[ref]:", "'title'", "[not a ref]",
     "**Bold heading**", "__Under bold__", "**Note:** text", "1.1 Numbered title", "2 Scope",
     "...", "- item", "+ item", "10. item", "1) item", "> quote", ">> deep", "",
+    "$$", "$$ x = y $$", "\\[", "\\]", "\\begin{equation}", "\\end{equation}", "=", "-",
+    "## Title {#id}", "## {#only}", "Setext {.c}", "<!-- <h2>hidden</h2> -->",
     "", "", "   ", "\t", "text\fwith form feed", "line\u2028separator", "nel\x85char", "x\x00y",
 )
 
@@ -76,6 +79,17 @@ def markdown_documents(draw: st.DrawFn, max_lines: int = 40, raw: bool = False) 
     return text
 
 
+#: Text placed only inside display-math blocks by ``heading_documents``.
+MATH_MARK = "mathline"
+
+_MATH_BLOCKS = (
+    ("$$", "=", "$$"),
+    ("$$", "-", "$$"),
+    ("\\[", "=", "\\]"),
+    ("\\begin{equation}", "---", "\\end{equation}"),
+    ("\\begin{align*}", "=", "\\end{align*}"),
+)
+
 _WORDS = st.sampled_from(
     ["alpha", "beta", "gamma", "delta", "Results", "Methods", "Scope", "Notes", "Intro"]
 )
@@ -85,11 +99,11 @@ _TITLE = st.lists(_WORDS, min_size=1, max_size=3).map(" ".join)
 @st.composite
 def _block(draw: st.DrawFn) -> list[str]:
     kind = draw(st.sampled_from(
-        ["atx", "atx", "atx", "setext", "para", "para", "blank", "fence", "list", "quote"]
+        ["atx", "atx", "atx", "setext", "para", "para", "blank", "fence", "list", "quote", "math", "math_para"]
     ))
     if kind == "atx":
         level = draw(st.integers(1, 6))
-        closing = draw(st.sampled_from(["", "", " " + "#" * level]))
+        closing = draw(st.sampled_from(["", "", " " + "#" * level, " {#anchor}", " {: .c }"]))
         return ["#" * level + " " + draw(_TITLE) + closing]
     if kind == "setext":
         return [draw(_TITLE), draw(st.sampled_from(["===", "---", "=====", "-----"]))]
@@ -100,6 +114,10 @@ def _block(draw: st.DrawFn) -> list[str]:
         return [fence, "# not a heading " + draw(_TITLE), fence]
     if kind == "list":
         return ["- " + draw(_TITLE), "  # in list"]
+    if kind in ("math", "math_para"):
+        opener, rule, closer = draw(st.sampled_from(_MATH_BLOCKS))
+        lead = [draw(_TITLE) + " is"] if kind == "math_para" else []  # math right after a paragraph line
+        return [*lead, opener, MATH_MARK + " a", rule, MATH_MARK + " b", closer]
     if kind == "quote":
         return ["> # quoted " + draw(_TITLE)]
     return [""]

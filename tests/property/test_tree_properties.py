@@ -1,74 +1,30 @@
 """Tree invariants over random markdown and heading-rich generated documents.
 
-Invariants (1-based inclusive lines; ``fm`` = front_matter_end, ``n`` = line_count):
+Invariants: see ``invariants.py`` (ranges nest, own texts cover the document once, titles
+clean, heading lines are ATX or setext). Also:
 
-* build_tree never raises on any normalised text, and is deterministic.
-* Ranges: ``fm < start_line <= body_end_line <= end_line <= n`` and
-  ``body_start_line <= body_end_line + 1``; nodes are in document order; a child's range lies
-  inside its parent's; siblings do not overlap.
-* Coverage: when the tree has nodes, every line in ``(fm, n]`` belongs to exactly one node's
-  own text ``[start_line, body_end_line]``, except lines before the first node, which are
-  then all blank (a blank preamble creates no node). Lines ``<= fm`` belong to no node. A
-  document without headings has no nodes at all.
-* A heading node's slice starts at its heading line: an ATX line, or a setext text line
-  whose underline is line ``body_start_line - 1``.
 * Inserting a heading changes no id of a node before it, nor of any node outside the
   subtree of the inserted heading's parent.
+* A closed display-math block (``$$``, ``\\[``, ``\\begin{equation}``) never yields a heading.
+* With every converter-output mode on, the range and coverage invariants still hold.
 """
 
 from __future__ import annotations
 
-import re
-
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from proxypointer.tree import build_tree, normalise_text, slice_lines, split_lines
+from proxypointer.config import TreeConfig
+from proxypointer.tree import build_tree, normalise_text, split_lines
 
-from .strategies import heading_documents, markdown_documents
+from .invariants import check_tree_invariants
+from .strategies import MATH_MARK, heading_documents, markdown_documents
 
-_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _check_invariants(text: str) -> None:
-    tree = build_tree(text, "doc")
-    assert tree == build_tree(text, "doc")
-    lines = split_lines(text)
-    n, fm = tree.line_count, tree.front_matter_end
-    assert n == len(lines)
-    if not tree.has_headings:
-        assert tree.nodes == ()
-        return
-    owner = [0] * (n + 1)
-    prev_start = 0
-    for node in tree.nodes:
-        assert fm < node.start_line <= node.body_end_line <= node.end_line <= n
-        assert node.body_start_line <= node.body_end_line + 1
-        assert node.start_line > prev_start
-        prev_start = node.start_line
-        for line in range(node.start_line, node.body_end_line + 1):
-            owner[line] += 1
-        if node.parent_id:
-            parent = tree.node(node.parent_id)
-            assert parent.start_line < node.start_line and node.end_line <= parent.end_line
-            assert parent.level < node.level
-        kids = tree.children(node.node_id)
-        for a, b in zip(kids, kids[1:], strict=False):
-            assert a.end_line < b.start_line
-        if node.kind == "heading":
-            first = slice_lines(lines, node.start_line, node.end_line).split("\n")[0]
-            assert first == lines[node.start_line - 1]
-            setext = node.body_start_line - node.start_line >= 2
-            if setext:
-                assert _UNDERLINE.match(lines[node.body_start_line - 2])
-            else:
-                assert _ATX.match(first)
-    first_start = tree.nodes[0].start_line
-    assert all(owner[line] == 0 for line in range(1, fm + 1))
-    assert all(not lines[i - 1].strip() for i in range(fm + 1, first_start))
-    assert all(owner[line] == 1 for line in range(first_start, n + 1))
+    check_tree_invariants(text)
 
 
 @SETTINGS
@@ -119,3 +75,21 @@ def test_inserting_a_heading_keeps_other_ids(text, data):
         )
         if line <= at or outside:
             assert new.node_id == old.node_id, (old.title, line)
+
+
+ALL_MODES = TreeConfig(bold_headings=True, numbered_headings=True, html_headings=True, relevel_numbered=True,
+                       drop_row_headings=True, relevel_filing=True)
+
+
+@SETTINGS
+@given(markdown_documents(raw=True))
+def test_invariants_with_every_converter_mode(raw):
+    check_tree_invariants(normalise_text(raw), ALL_MODES, syntax=False)
+
+
+@SETTINGS
+@given(heading_documents())
+def test_display_math_never_makes_a_heading(text):
+    tree = check_tree_invariants(text)
+    assert not any(MATH_MARK in n.title or n.title.startswith(("$$", "\\[")) for n in tree.nodes)
+    assert all(MATH_MARK not in n.title for n in build_tree(text, "doc", ALL_MODES).nodes)

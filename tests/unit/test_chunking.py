@@ -187,10 +187,11 @@ def test_case_15_table_stays_in_one_chunk_or_repeats_header(cases_dir, tok):
     table = "\n".join(lines[4:8])
     assert sum(table in c.text for c in chunks) == 1
     tree, small, _ = _chunks(path, tok, chunk_tokens=16)
-    header = lines[4]
-    for c in small:
-        if c.text.lstrip().startswith("|"):
-            assert header in c.embed_text
+    # Tables are embedded as text (issue 13): the header row is repeated in its rendered form.
+    pieces = [c for c in small if c.text.lstrip().startswith("|")]
+    assert pieces
+    for c in pieces:
+        assert "# Part name | Qty" in c.embed_text
 
 
 def test_case_05_crlf_and_lf_give_identical_chunks(cases_dir, tok):
@@ -235,3 +236,111 @@ def test_chunk_ids_unique_and_deterministic(cases_dir, tok):
     _, b, _ = _chunks(path, tok, chunk_tokens=80)
     assert [c.chunk_id for c in a] == [c.chunk_id for c in b]
     assert len({c.chunk_id for c in a}) == len(a) == 5
+
+
+# -- tables embedded as text (issue 13) and their pointers ----------------------------------
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TENK = FIXTURES / "harborlight-10k-2023.md"
+
+
+def _by_title(chunks, title):
+    return [c for c in chunks if c.title == title]
+
+
+@pytest.mark.parametrize("size", [200, 64])
+def test_tables_are_embedded_as_text_never_as_markup(tok, size):
+    tree, chunks, lines = _chunks(TENK, tok, chunk_tokens=size)
+    for c in chunks:
+        for markup in ("<td", "<tr", "</table", "<th", "|---", "| ---"):
+            assert markup not in c.embed_text, (c.title, markup)
+        full = len(tok.backend.encode(c.embed_text).ids)
+        assert full == c.n_tokens <= tok.max_seq_length
+    _assert_pointers(tree, chunks, lines)
+    embedded = "\n".join(c.embed_text for c in chunks)
+    assert "Total current assets: 2023 4,006; 2022 3,604" in embedded
+    assert "Effective tax rate: 2023 21.1%; 2022 22.0%; 2021 21.0%" in embedded
+
+
+def test_table_pieces_point_at_whole_source_rows(tok):
+    tree, chunks, lines = _chunks(TENK, tok)
+    sheet = [c for c in _by_title(chunks, "CONSOLIDATED BALANCE SHEETS") if "<t" in c.text]
+    assert len(sheet) >= 3
+    node = tree.node(sheet[0].node_id)
+    for c in sheet:
+        assert c.text.startswith(("<table>", "<tr>")) and c.text.endswith(("</tr>", "</table>"))
+        assert c.text == "\n".join(lines[c.chunk_start_line - 1 : c.chunk_end_line])
+    # Consecutive pieces tile the table: no row lost, none repeated (overlap_tokens is 0).
+    for a, b in zip(sheet, sheet[1:], strict=False):
+        assert b.chunk_start_line == a.chunk_end_line + 1
+    table = [i + 1 for i in range(node.body_start_line - 1, node.body_end_line) if lines[i].startswith("<")]
+    assert (sheet[0].chunk_start_line, sheet[-1].chunk_end_line) == (table[0], table[-1])
+
+
+def test_long_table_split_between_rows_repeating_title_and_headers(tok):
+    from proxypointer.tables import find_tables
+
+    tree, chunks, lines = _chunks(TENK, tok)
+    cash = _by_title(chunks, "CONSOLIDATED STATEMENTS OF CASH FLOWS")
+    assert len(cash) >= 2
+    node = tree.node(cash[0].node_id)
+    (table,) = find_tables("\n".join(lines[node.body_start_line - 1 : node.body_end_line]))
+    rows = [r.text for r in table.rows]
+    # Every row is embedded whole, in exactly one piece, in order.
+    placed = [[r for r in rows if f"\n{r}\n" in f"\n{c.embed_text}\n"] for c in cash]
+    assert [r for piece in placed for r in piece] == rows
+    for c in cash[1:]:
+        body = c.embed_text.split("\n")
+        assert body[1:3] == ["HARBORLIGHT SYSTEMS, INC. (in millions)", "2023 | 2022 | 2021"]
+    # The one-line source table: every piece points at that line, and slices part of it.
+    line = next(i + 1 for i, x in enumerate(lines) if x.startswith("<table><tr><th>"))
+    assert cash[0].text.startswith("HARBORLIGHT SYSTEMS, INC.\n\n(in millions)\n\n<table>")
+    for c in cash[1:]:
+        assert (c.chunk_start_line, c.chunk_end_line) == (line, line)
+        assert c.text in lines[line - 1] and c.text.startswith("<tr>") and c.text.endswith(("</tr>", "</table>"))
+
+
+@pytest.mark.parametrize("size", [16, 32, 64])
+def test_small_chunks_never_exceed_the_model_with_repeated_headers(tok, size):
+    tree, chunks, lines = _chunks(TENK, tok, chunk_tokens=size)
+    assert all(c.n_tokens <= tok.max_seq_length for c in chunks)
+    _assert_pointers(tree, chunks, lines)
+    debt = _by_title(chunks, "Note 14 - Debt")
+    assert len(debt) > 2
+    for c in debt:
+        if c.text.startswith("|") and not c.text.startswith("| (in millions)"):
+            assert "Maturity | Interest rate" in c.embed_text  # headers repeated
+
+
+def test_markup_only_table_gives_no_markup_chunk(tok):
+    text = "# Report\n\n## Empty table\n\n<table><tr><td>&nbsp;</td></tr></table>\n\n## Next\n\nSome text.\n"
+    tree = build_tree(text, "r")
+    chunks = chunk_document(tree, text, tok)
+    empty = [c for c in chunks if c.title == "Empty table"]
+    assert len(empty) == 1 and empty[0].empty_body and empty[0].embed_text == "[Report > Empty table]"
+
+
+def test_tables_in_headingless_documents_windows(tok):
+    rows = "\n".join(f"| Pump {i} | {i * 7} kW | station {i % 3} |" for i in range(60))
+    text = f"Pump register of the north district.\n\n| Pump | Power | Site |\n|---|---|---|\n{rows}\n"
+    tree = build_tree(text, "register")
+    chunks = chunk_document(tree, text, tok, ChunkingConfig(window_tokens=96, window_overlap_tokens=16))
+    assert len(chunks) > 2 and all(c.kind == "window" for c in chunks)
+    for c in chunks[1:]:
+        assert "Pump register of the north district.\nPump | Power | Site" in c.embed_text
+    assert all("|" not in c.embed_text.split("\n", 3)[-1] for c in chunks)
+    assert chunks[-1].end_line == len(split_lines(text))
+
+
+def test_text_without_tables_is_embedded_as_written(cases_dir, tok):
+    for name in ("09-single-heading-doc", "24-long-section-token-limit", "29-noise-section-skip"):
+        _, chunks, _ = _chunks(cases_dir / name / "input.md", tok, chunk_tokens=64)
+        for c in chunks:
+            if not c.empty_body:
+                assert c.embed_text == f"{breadcrumb_text(c.breadcrumb)}\n{c.text}"
+
+
+def test_table_chunk_ids_and_hashes_are_stable(tok):
+    _, a, _ = _chunks(TENK, tok)
+    _, b, _ = _chunks(TENK, tok)
+    assert [(c.chunk_id, c.content_hash) for c in a] == [(c.chunk_id, c.content_hash) for c in b]
+    assert len({c.chunk_id for c in a}) == len(a)

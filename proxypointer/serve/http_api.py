@@ -1,0 +1,177 @@
+"""``proxypointer serve http``: a small REST API over :class:`~proxypointer.serve.common.Service`.
+
+FastAPI routes (OpenAPI at ``/docs`` and ``/openapi.json``), served by uvicorn, behind the
+:class:`~proxypointer.serve.security.Guard`:
+
+==========================================  =====================================================
+``POST /query``                             search: ``{"query", "k", "doc_ids", "prefix", "max_tokens"}``
+``GET /documents``                          ``?prefix=&offset=&limit=``
+``GET /documents/{doc_id}/tree``            skeleton tree, ``?depth=``
+``GET /documents/{doc_id}/sections/{node}`` exact section text, ``?start_line=&end_line=&max_tokens=``
+``GET /documents/{doc_id}/lines``           exact lines of the document, same query parameters
+``GET /healthz``                            liveness (no token needed)
+``POST /ingest``                            ``{"paths": [...], "prune": false}``: ``--allow-write`` only
+``DELETE /documents/{doc_id}``              ``--allow-write`` only
+==========================================  =====================================================
+
+Doc ids may contain ``/`` (``policies/leave``): they are matched as the rest of the path.
+Errors come back as ``{"detail": "..."}`` with 400, 401, 403, 404, 409, 413, 422 or 503.
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the route annotations at runtime.
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import __version__
+from ..errors import ProxyPointerError
+from .common import Service
+from .errors import status_of
+from .security import Guard, bearer_token, is_loopback
+
+__all__ = ["create_app", "run_http"]
+
+logger = logging.getLogger(__name__)
+
+
+class QueryBody(BaseModel):
+    """Body of ``POST /query``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="Question or keywords.")
+    k: int | None = Field(None, description="Sections wanted (default retrieval.k, at most serve.max_k).")
+    doc_ids: list[str] | None = Field(None, description="Only search these documents.")
+    prefix: str | None = Field(None, description="Only search documents whose doc_id starts with this.")
+    max_tokens: int | None = Field(
+        None, description="Budget for all texts, in word pieces of the embedding model's tokenizer."
+    )
+
+
+class IngestBody(BaseModel):
+    """Body of ``POST /ingest``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(description="Files or folders under serve.ingest_roots.")
+    prune: bool = Field(False, description="Also delete documents whose files are gone from the given folders.")
+
+
+def create_app(service: Service, *, host: str) -> Any:
+    """Build the ASGI application: FastAPI routes behind the token, Host and body-size guard.
+
+    Args:
+        service: The service the routes call (its ``allow_write`` decides the write routes).
+        host: The address the server binds (decides whether a token is required).
+
+    Returns:
+        An ASGI application for uvicorn.
+
+    Raises:
+        ConfigError: If ``host`` is not loopback and no bearer token is set.
+    """
+    token = bearer_token(service.limits, host)
+    app = FastAPI(
+        title="proxypointer",
+        version=__version__,
+        description="Retrieval over long structured documents: whole sections with citations.",
+    )
+
+    @app.exception_handler(ProxyPointerError)
+    async def _error(_request: Request, err: ProxyPointerError) -> JSONResponse:
+        status = status_of(err)
+        if status >= 500:
+            logger.error("%s", err)
+        return JSONResponse({"detail": str(err)}, status_code=status)
+
+    @app.post("/query", summary="Find the best whole sections for a query")
+    async def query(body: QueryBody) -> dict[str, Any]:
+        return await service.call(service.search, body.query, body.k, body.doc_ids, body.prefix, body.max_tokens)
+
+    @app.get("/documents", summary="List the indexed documents")
+    async def documents(
+        prefix: Annotated[str | None, Query(description="Only doc_ids starting with this.")] = None,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1)] = 100,
+    ) -> dict[str, Any]:
+        return await service.call(service.list_documents, prefix, offset, limit)
+
+    @app.get("/documents/{doc_id:path}/tree", summary="Skeleton tree of one document")
+    async def tree(
+        doc_id: str, depth: Annotated[int | None, Query(ge=1, description="Only nodes this deep or less.")] = None
+    ) -> dict[str, Any]:
+        return await service.call(service.get_structure, doc_id, depth)
+
+    @app.get("/documents/{doc_id:path}/sections/{node_id}", summary="Exact text of one section")
+    async def section(
+        doc_id: str,
+        node_id: str,
+        start_line: Annotated[int | None, Query(ge=1)] = None,
+        end_line: Annotated[int | None, Query(ge=1)] = None,
+        max_tokens: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        return await service.call(service.get_section, doc_id, node_id, start_line, end_line, max_tokens)
+
+    @app.get("/documents/{doc_id:path}/lines", summary="Exact lines of one document")
+    async def lines(
+        doc_id: str,
+        start_line: Annotated[int | None, Query(ge=1)] = None,
+        end_line: Annotated[int | None, Query(ge=1)] = None,
+        max_tokens: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        return await service.call(service.get_section, doc_id, None, start_line, end_line, max_tokens)
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> dict[str, Any]:
+        return service.health()
+
+    @app.post("/ingest", summary="Sync the index with files under serve.ingest_roots (--allow-write)")
+    async def ingest(body: IngestBody) -> dict[str, Any]:
+        return await service.call(service.ingest, body.paths, body.prune)
+
+    @app.delete("/documents/{doc_id:path}", summary="Remove a document (--allow-write)")
+    async def delete(doc_id: str) -> dict[str, Any]:
+        return await service.call(service.delete, doc_id)
+
+    return Guard(
+        app,
+        token=token,
+        max_body_bytes=service.limits.max_body_bytes,
+        check_host=token is None and is_loopback(host),
+    )
+
+
+def run_http(
+    service: Service,
+    host: str | None = None,
+    port: int | None = None,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the REST API with uvicorn until interrupted (warms the service up first).
+
+    Args:
+        service: The service to expose.
+        host: Address to bind (default ``serve.host``, 127.0.0.1).
+        port: TCP port (default ``serve.port``, 8765).
+        ready: Called with a one-line description (URL, read-only or not, token or not) once
+            the model is loaded, just before the server starts listening.
+
+    Raises:
+        ConfigError: If ``host`` is not loopback and no bearer token is set.
+    """
+    import uvicorn
+
+    host = host or service.limits.host
+    port = port or service.limits.port
+    app = create_app(service, host=host)  # refuses a bad host before the model loads
+    service.warm_up()
+    if ready is not None:
+        shown = f"[{host}]" if ":" in host else host
+        mode = "read-write" if service.allow_write else "read-only"
+        ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; docs at /docs)")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

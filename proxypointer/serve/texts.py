@@ -1,0 +1,159 @@
+"""Texts and trees as requests see them: token budgets at line boundaries, tree nodes, breadcrumbs.
+
+Budgets are in word pieces of the embedding model's tokenizer, without special tokens; texts
+are whole stored lines joined with LF.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..retrieval import Section
+
+__all__ = ["budgeted", "breadcrumb", "depths", "fit_lines", "parse_tree"]
+
+#: Section fields of ``Section.to_dict()`` left out of search results: the best chunk's text
+#: repeats part of ``text``, and the ``delivered_*`` fields belong to ``Retriever.assemble``.
+_DROPPED_FIELDS = ("chunk_text", "delivered_start_line", "delivered_end_line", "delivered_text", "delivered_tokens")
+#: Order of the fields of one node in the registry's tree JSON (``registry.tree_to_json``).
+_TREE_FIELDS = (
+    "node_id",
+    "title",
+    "level",
+    "start_line",
+    "end_line",
+    "body_start_line",
+    "body_end_line",
+    "parent_id",
+    "kind",
+    "md_level",
+)
+
+
+def parse_tree(tree_json: str) -> list[dict[str, Any]]:
+    """Read the nodes of a document's stored tree.
+
+    Args:
+        tree_json: ``Registry.tree_json(doc_id)``: a JSON list of rows in the order of
+            :data:`_TREE_FIELDS` (``registry.tree_to_json``), or of objects with those keys.
+
+    Returns:
+        One dict per node, in document order; lines 1-based inclusive.
+    """
+    out = []
+    for row in json.loads(tree_json or "[]"):
+        node = dict(row) if isinstance(row, dict) else dict(zip(_TREE_FIELDS, row, strict=False))
+        node.setdefault("parent_id", "")
+        node.setdefault("kind", "heading")
+        node.setdefault("level", 0)
+        out.append(node)
+    return out
+
+
+def depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    """Return each node's depth: 1 at the top (no parent), the parent's + 1 below.
+
+    Args:
+        nodes: Output of :func:`parse_tree` (a parent comes before its children).
+
+    Returns:
+        ``node_id -> depth``.
+    """
+    depth: dict[str, int] = {}
+    for n in nodes:
+        depth[n["node_id"]] = depth.get(n["parent_id"], 0) + 1 if n["parent_id"] else 1
+    return depth
+
+
+def breadcrumb(doc_title: str, nodes: list[dict[str, Any]], node_id: str) -> list[str]:
+    """Return the titles from the document title down to a node.
+
+    The same path a chunk carries with ``chunking.breadcrumb: path`` (the default): the
+    document title first unless the top heading already is it; the preamble gives the title.
+
+    Args:
+        doc_title: The document's display title (``DocumentRecord.title``).
+        nodes: Output of :func:`parse_tree`.
+        node_id: The node.
+
+    Returns:
+        Titles, outermost first.
+    """
+    by_id = {n["node_id"]: n for n in nodes}
+    path: list[str] = []
+    current = by_id.get(node_id)
+    if current is not None and current.get("kind") == "preamble":
+        return [doc_title]
+    while current is not None:
+        path.append(current["title"])
+        current = by_id.get(current["parent_id"]) if current["parent_id"] else None
+    path.reverse()
+    return path if path and path[0] == doc_title else [doc_title, *path]
+
+
+def fit_lines(lines: Sequence[str], budget: int, tokenizer: Any) -> tuple[int, int]:
+    """Return how many leading lines fit ``budget`` word pieces together, and their word pieces.
+
+    One count when everything fits; otherwise a binary search over prefixes (the word pieces
+    of a prefix never decrease as lines are added), bounded by the first prefix with more
+    whitespace-separated words than ``budget`` (each word gives at least one word piece), so
+    a long section costs a few counts of about ``budget`` tokens each.
+
+    Args:
+        lines: Stored lines (no line ends).
+        budget: Word pieces of the embedding model's tokenizer, no special tokens.
+        tokenizer: Has ``count(text) -> int``.
+
+    Returns:
+        ``(n, tokens)``: the first ``n`` lines joined with LF count ``tokens`` <= ``budget``;
+        ``(0, 0)`` when not even the first line fits.
+    """
+    if not lines or budget <= 0:
+        return 0, 0
+    total = tokenizer.count("\n".join(lines))
+    if total <= budget:
+        return len(lines), total
+    words = hi = 0
+    while hi < len(lines) - 1:
+        words += len(lines[hi].split())
+        if words > budget:
+            break
+        hi += 1
+    lo, used = 0, 0  # count(lines[:lo]) <= budget; the answer lies in lo..hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        n_tok = tokenizer.count("\n".join(lines[:mid]))
+        if n_tok <= budget:
+            lo, used = mid, n_tok
+        else:
+            hi = mid - 1
+    return lo, used
+
+
+def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, Any], int]:
+    """Make a search result: ``Section.to_dict()`` with its text cut to ``budget`` word pieces.
+
+    Args:
+        section: From ``Retriever.retrieve``.
+        budget: Word pieces left for this section's text (<= 0: none).
+        tokenizer: Has ``count(text) -> int``.
+
+    Returns:
+        ``(result, tokens)``: the dict without ``chunk_text`` and the ``delivered_*`` fields,
+        ``text`` = stored lines ``start_line..text_end_line``, with ``tokens``,
+        ``truncated`` and ``next_start_line`` (None when whole); and the tokens used.
+    """
+    d = section.to_dict()
+    for key in _DROPPED_FIELDS:
+        d.pop(key, None)
+    lines = section.text.split("\n")
+    n, n_tok = fit_lines(lines, budget, tokenizer) if budget > 0 else (0, 0)
+    whole = n == len(lines)
+    d["text"] = "\n".join(lines[:n])
+    d["text_end_line"] = section.start_line + n - 1
+    d["tokens"] = n_tok
+    d["truncated"] = not whole
+    d["next_start_line"] = None if whole else section.start_line + n
+    return d, n_tok

@@ -1,0 +1,416 @@
+r"""Heading titles: the one place for title normalisation, numbering and noise rules.
+
+Display titles keep inline markup as written (the bug cases' convention); only a trailing
+attribute list (``{#id .class}``, shared case 40) is dropped from them. Comparisons go
+through normalised forms:
+
+* :func:`plain_title`: inline markup, HTML tags and entities, and an attribute list removed;
+  whitespace collapsed. The base of the other forms.
+* :func:`normalise_title`: also leading numbering, case and trailing punctuation removed; the
+  key of noise matching (``Contents``, ``References``, shared case 29).
+* :func:`title_words`: the lower-case words of a title without leading numbering, for loose
+  matching of quoted titles (``Section "Data collection"``).
+
+Numbering rules read labels such as ``3.1.2``, ``Item 7A``, ``Part II``, ``Note 14``,
+``Article IV`` or ``Section 2.03`` (:func:`numbering_depth`, :func:`filing_label`,
+:func:`normalise_label`, roman numerals); :func:`is_row_or_furniture` tells table rows and
+page furniture that a converter wrote as headings. This module imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = [
+    "NUMBERED_TITLE",
+    "ROMAN_DIGITS",
+    "ROMAN_OR_LETTER",
+    "arabic_to_roman",
+    "filing_label",
+    "heading_title",
+    "html_title",
+    "is_noise_title",
+    "is_row_or_furniture",
+    "normalise_label",
+    "normalise_title",
+    "numbered_line_depth",
+    "numbering_depth",
+    "plain_title",
+    "roman_to_arabic",
+    "strip_attribute_list",
+    "title_words",
+]
+
+# -- display titles ------------------------------------------------------------------------------
+# A trailing attribute list as Pandoc, kramdown, Python-Markdown's attr_list, Quarto and
+# markdown-it-attrs write it: "{#id}", "{.class}", "{#id .c key=v}", "{: #id}" (kramdown's
+# colon), "{-}" (Pandoc's "unnumbered"). Content must start with "#", "." or ":" (or be "-")
+# so that "## Use {braces} here" keeps its text (shared case 40).
+_ATTRIBUTE_LIST = re.compile(r"[ \t]*\{[ \t]*(?:[#.:][^{}\n]*|-)\}[ \t]*$")
+
+
+def strip_attribute_list(title: str) -> str:
+    """Drop trailing attribute lists (``{#refs}``, ``{: #reqs .important }``) from a title.
+
+    Args:
+        title: Heading text.
+
+    Returns:
+        The title without the lists and the spaces before them (``""`` when nothing else is
+        left); unchanged when the braces do not start with ``#``, ``.`` or ``:`` (and are
+        not ``{-}``).
+
+    Example:
+        >>> strip_attribute_list("References {#refs}"), strip_attribute_list("Use {braces}")
+        ('References', 'Use {braces}')
+
+    """
+    while title.endswith("}"):
+        stripped = _ATTRIBUTE_LIST.sub("", title)
+        if stripped == title:
+            break
+        title = stripped
+    return title
+
+
+def heading_title(content: str) -> str:
+    r"""Display title of a heading from its raw inline content.
+
+    Args:
+        content: The heading's text without ATX markers (markdown-it's inline content);
+            a setext heading's lines are joined by ``\n``.
+
+    Returns:
+        Lines joined by single spaces, outer whitespace stripped, a trailing attribute list
+        dropped (:func:`strip_attribute_list`); inline markup kept as written.
+
+    """
+    title = " ".join(part.strip() for part in content.split("\n")).strip()
+    return strip_attribute_list(title)
+
+
+_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^<>]*>", re.DOTALL)
+
+
+def html_title(inner_html: str) -> str:
+    """Title of an ``<hN>`` element from its inner HTML.
+
+    Returns:
+        Tags removed, entities decoded (``&amp;`` -> ``&``), whitespace collapsed.
+
+    Example:
+        >>> html_title("A &amp; <em>B</em>")
+        'A & B'
+
+    """
+    return " ".join(html.unescape(_TAG.sub("", inner_html)).split())
+
+
+# -- comparison forms ----------------------------------------------------------------------------
+# Emphasis and code markers, link brackets with their destination, HTML comments and tags.
+_MARKUP = re.compile(r"[*_`~]+|\]\([^)]*\)|[\[\]]|<!--.*?-->|</?[A-Za-z][^<>]*>", re.DOTALL)
+_SPACES = re.compile(r"\s+")
+
+
+def plain_title(title: str) -> str:
+    """Strip a title of markup, for comparisons and label parsing.
+
+    Args:
+        title: Heading text as written.
+
+    Returns:
+        The text with a trailing attribute list, emphasis and code markers (``*``, ``_``,
+        backticks, ``~``), link brackets and destinations (``[text](url)`` -> ``text``) and
+        HTML tags and comments removed, entities decoded, whitespace collapsed and stripped.
+        Case is kept.
+
+    Example:
+        >>> plain_title("**R&amp;D** [costs](#c) {#rd}")
+        'R&D costs'
+
+    """
+    text = _MARKUP.sub("", strip_attribute_list(title))
+    if "&" in text:
+        text = html.unescape(text)
+    return _SPACES.sub(" ", text).strip()
+
+
+# Leading numbering dropped by normalise_title: "9", "2.1", "3.", "IV.", "A." (shared case 29).
+_NOISE_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlcdm]+\.|[a-z]\.)\s+", re.IGNORECASE)
+
+
+def normalise_title(title: str) -> str:
+    """Normalise a heading title for noise matching (shared case 29).
+
+    Takes :func:`plain_title`, then drops a leading section number (``9``, ``2.1``, ``3.``,
+    ``IV.``, ``A.``), case (casefold) and trailing punctuation (`` .:;,-``).
+
+    Example:
+        >>> normalise_title("9. **REFERENCES**:"), normalise_title("References {#refs}")
+        ('references', 'references')
+
+    """
+    text = _NOISE_NUMBER.sub("", plain_title(title))
+    return text.casefold().rstrip(" .:;,-").strip()
+
+
+def is_noise_title(title: str, noise_titles: tuple[str, ...] | list[str]) -> bool:
+    """Tell whether a title *equals* one of ``noise_titles`` after :func:`normalise_title`.
+
+    Never a substring match: ``References and notes`` is not ``References``.
+    """
+    return normalise_title(title) in {normalise_title(n) for n in noise_titles}
+
+
+#: A heading numbered without a kind word: ``2.4 Results``, ``14. Debt``, ``IV) Scope``,
+#: ``G: Tables``; group ``label`` holds the number (arabic, roman or one capital letter).
+NUMBERED_TITLE = re.compile(r"^(?P<label>\d+(?:\.\d+)*|[IVXLC]{1,7}|[A-Z])(?:[.):]\s*|\s+)(?=\S)")
+#: A label that is a roman numeral or a single capital letter (``IV``, ``G``).
+ROMAN_OR_LETTER = re.compile(r"^(?:[IVXLC]{1,7}|[A-Z])$")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def title_words(title: str) -> str:
+    """Lower-case words of a title without its leading arabic numbering, space-joined.
+
+    For loose title lookups (``Section "Data Collection"`` finds ``3.2 Data collection``):
+    :func:`plain_title`, a leading arabic label (``3.2``, ``14.``) dropped (a roman or letter
+    label is kept: ``A Study`` starts with a word), then the runs of ``[a-z0-9]``.
+
+    Example:
+        >>> title_words("3.2 Data *collection*: setup")
+        'data collection setup'
+
+    """
+    text = plain_title(title)
+    m = NUMBERED_TITLE.match(text)
+    if m and not ROMAN_OR_LETTER.match(m.group("label")):
+        text = text[m.end() :]
+    return " ".join(_WORD.findall(text.lower()))
+
+
+# -- labels and numbering ------------------------------------------------------------------------
+def normalise_label(label: str) -> str:
+    """Canonical form of a label: upper case, parts joined by ``.``, leading zeros dropped.
+
+    ``2.04`` and ``2.4`` are the same label; ``A-1`` is ``A.1``; ``a2.1.1`` is ``A2.1.1``.
+
+    Example:
+        >>> normalise_label("2.04"), normalise_label("A-1"), normalise_label("iv")
+        ('2.4', 'A.1', 'IV')
+
+    """
+    parts = re.split(r"[.\-]", label.strip().rstrip(".").upper())
+    return ".".join(p.lstrip("0") or "0" if p.isdigit() else p for p in parts if p)
+
+
+#: Values of the roman digits used in section labels (``Part IV``, ``Article XII``).
+ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+
+
+def arabic_to_roman(label: str) -> str:
+    """``"4"`` -> ``"IV"`` for 1..199; ``""`` for anything else."""
+    if not label.isdigit() or not 0 < int(label) < 200:
+        return ""
+    n, out = int(label), ""
+    for v, sym in ((100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
+                   (4, "IV"), (1, "I")):
+        while n >= v:
+            out += sym
+            n -= v
+    return out
+
+
+def roman_to_arabic(label: str) -> str:
+    """``"IV"`` -> ``"4"`` (upper-case, canonical numerals 1..199); ``""`` when not one."""
+    if not label or any(ch not in ROMAN_DIGITS for ch in label):
+        return ""
+    total = 0
+    for i, ch in enumerate(label):
+        v = ROMAN_DIGITS[ch]
+        total += -v if i + 1 < len(label) and ROMAN_DIGITS[label[i + 1]] > v else v
+    return str(total) if arabic_to_roman(str(total)) == label else ""
+
+
+# "3", "3.2.1", "4.1." at the start of a title; at most 3 digits per component, so that a
+# year ("2023 Annual report") is not a section number.
+_HEADING_NUMBER = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s+|$)")
+# "Item 7A", "Part II", "Annex 2.1", "Appendix A.1", "Note 14 -": kind word, label, components.
+_LABEL_NUMBER = re.compile(
+    r"^(?i:part|chapter|section|article|item|note|annex|appendix|schedule|exhibit)"
+    r"\s+(?:\d{1,3}[A-Z]?|[IVXLC]{1,6}|[A-Z])((?:\.\d{1,3})*)\.?(?=\s|$|[:.)\-])"
+)
+
+
+def numbering_depth(title: str) -> int:
+    """Depth shown by a heading's numbering, 0 when it carries none.
+
+    Args:
+        title: Heading text as written.
+
+    Returns:
+        Number of numeric components: ``"3 Results"`` -> 1, ``"3.2.1 Layout"`` -> 3,
+        ``"4.1. Setup"`` -> 2, ``"Item 7A"`` -> 1, ``"Annex 2.1"`` -> 2,
+        ``"Appendix A.1"`` -> 2; 0 for ``"Results"`` or ``"2023 report"``.
+
+    """
+    m = _HEADING_NUMBER.match(title) or _LABEL_NUMBER.match(title)
+    if not m:
+        return 0
+    return m.group(1).count(".") + 1
+
+
+_PLAIN_NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\s+\S")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def numbered_line_depth(line: str) -> int:
+    """Depth of a plain line that reads like a numbered heading (``1.1 Materials``), else 0.
+
+    Rule (shared case 14): the line starts with a number of 1-3 digit components and a
+    space, has at most 8 words, does not end in ``.``, ``:`` or ``;``, and holds a letter
+    after the number. Depth = number of components.
+
+    Example:
+        >>> numbered_line_depth("2.3.1 Results"), numbered_line_depth("2023 Annual report")
+        (3, 0)
+
+    """
+    title = line.strip()
+    m = _PLAIN_NUMBERED.match(title)
+    if not m or len(title.split()) > 8 or title.endswith((".", ":", ";")):
+        return 0
+    if not _LETTER.search(title[m.end(1) :]):
+        return 0
+    return m.group(1).count(".") + 1
+
+
+# -- filings (10-K, 10-Q) --------------------------------------------------------------------------
+# Labels of SEC filings as converters write them: "PART II", "Part I – Financial information",
+# "ITEM 7.", "Item 7A.", "ITEM 4(a).", "Note 14 – Debt", "NOTE 5 — Accrued Liabilities",
+# "Note 1. Description of Business", and the heading of the notes section, "Notes to
+# (the) Consolidated Financial Statements" (also Condensed/Combined). Seen in the 29 filings
+# of bench/financebench-dev-md (opendataloader-pdf output).
+_FILING_PART = re.compile(r"^part\s+(?P<label>[ivx]{1,4}|\d{1,2})(?=$|[\s.:,–—-])", re.IGNORECASE)
+_FILING_ITEM = re.compile(r"^item\s+(?P<label>\d{1,2}[a-c]?(?:\([a-z]\))?)(?=$|[\s.:,–—-])", re.IGNORECASE)
+_FILING_NOTE = re.compile(r"^note\s+(?P<label>\d{1,2}[a-z]?)(?=$|[\s.:,–—-])", re.IGNORECASE)
+_FILING_NOTES = re.compile(
+    r"^notes\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}financial\s+statements\b", re.IGNORECASE
+)
+# A table-of-contents line: text, then a page number (1-999) that no kind word labels.
+_TOC_FOLIO = re.compile(r"\D\s+\d{1,3}$")
+# A financial statement's title ("NIKE, Inc. Consolidated Statements of Income", "Consolidated
+# Balance Sheets"), and a heading numbered like a note without the word ("14. Debt").
+_FILING_STATEMENTS = re.compile(
+    r"\bconsolidated\s+(?:condensed\s+)?(?:statements?\s+of|balance\s+sheets?)\b", re.IGNORECASE
+)
+_FILING_NUMBERED = re.compile(r"^(?P<label>\d{1,2})\.\s+(?=[A-Z])")
+
+
+def filing_label(title: str) -> tuple[str, str] | None:
+    """Structural label of a filing heading.
+
+    Args:
+        title: Heading text as written.
+
+    Returns:
+        ``(kind, label)``, labels upper-case, arabic without leading zeros:
+
+        * ``part`` (label ``II``), ``item`` (``7A``), ``note`` (``14``: ``Note 14 - Debt``);
+        * ``notes`` (label ``""``): the heading of the notes to the financial statements;
+        * ``statements`` (``""``): a financial statement's title (``Consolidated Balance
+          Sheets``, ``NIKE, Inc. Consolidated Statements of Income``);
+        * ``numbered`` (``14``): ``14. Debt``, a note when it follows the statements or the
+          notes heading (the caller decides).
+
+        None for any other title, and for a part or item heading that ends in a page number
+        (``Part II – Other information Item 1. Legal Proceedings. 191``: a line of the
+        table of contents).
+
+    Example:
+        >>> filing_label("ITEM 7A. Quantitative"), filing_label("NOTE 14 — Debt")
+        (('item', '7A'), ('note', '14'))
+
+    """
+    text = plain_title(title)
+    if _FILING_NOTES.match(text):
+        return "notes", ""
+    for kind, pattern in (("part", _FILING_PART), ("item", _FILING_ITEM), ("note", _FILING_NOTE),
+                          ("numbered", _FILING_NUMBERED)):
+        m = pattern.match(text)
+        if m:
+            if kind in ("part", "item") and _TOC_FOLIO.search(text[m.end() :]):
+                return None
+            return kind, normalise_label(m.group("label"))
+    if _FILING_STATEMENTS.search(text):
+        return "statements", ""
+    return None
+
+
+# -- table rows and page furniture ---------------------------------------------------------------
+_NUMBER_TOKEN = re.compile(r"^[(\[$€£]*[-–]?\d[\d,]*(?:\.\d+)?%?[)\]]?[,;:.]?$")
+_YEAR = re.compile(r"^(?:19|20)\d\d[,;:.]?$")
+_SYMBOL_TOKENS = frozenset({"$", "%", "€", "£", "—", "–", "-"})
+_PAGE_WORD = re.compile(r"^(?:page(?:\s+\d{1,4}(?:\s+of\s+\d{1,4})?)?|.*\s[Pp]age)$", re.IGNORECASE)
+_FOLIO_TAIL = re.compile(r"^(?P<head>.*?\D)\s+\d{1,3}$")
+_LABEL_WORD = re.compile(
+    r"(?:^|\s)(?:part|chapter|section|article|item|note|annex|appendix|schedule|exhibit|table|"
+    r"figure|level|tier|phase|step|rule|form)$",
+    re.IGNORECASE,
+)
+
+
+def is_row_or_furniture(title: str) -> bool:
+    """Tell whether a heading reads like a table row or page furniture, not a section title.
+
+    PDF converters promote table rows, folios and running headers to headings. The rules
+    below come from the headings of the 29 filings of bench/financebench-dev-md
+    (opendataloader-pdf 2.5.16), where they match 454 of 5,610 headings (``###### 44``,
+    ``###### 4,867,457 $ 133.54``, ``###### RETURN ON INVESTED CAPITAL 48.8 % 21.5 %``,
+    ``###### 2021 FORM 10-K 30``, ``###### PAGE``, ``### SIGNATURES 115``). A title is one
+    when, after :func:`plain_title` and without its own leading label (``12.``, ``Item 7``,
+    ``Note 14``):
+
+    1. it holds no letter (a folio, a year, a row of figures, a phone number); or
+    2. it is the word ``Page`` (optionally with a number) or ends in it (a table-of-contents
+       column header); or
+    3. it is a row of figures: at least one number that is not a year (1900-2099), at least
+       two value tokens (numbers other than years, ``$``, ``%``, ``—``), and value tokens
+       and years together at least 30% of its words; or
+    4. it ends in a page number (1-999) after words without a lower-case letter, or after
+       dot leaders, and no kind word (``Item``, ``Note``, ``Level``...) labels that number:
+       a running header (``2021 FORM 10-K 30``) or a table-of-contents line
+       (``SIGNATURES 115``).
+
+    Args:
+        title: Heading text as written.
+
+    Returns:
+        True for a row or furniture line. Section titles that mention years or one figure
+        (``Fiscal 2018 Compared to Fiscal 2017``, ``$1.5 Billion Share Repurchase``,
+        ``Exhibit 10.13.23``, ``Item 6. [Reserved]``) are kept.
+
+    """
+    text = plain_title(title)
+    if not _LETTER.search(text):
+        return True
+    if _PAGE_WORD.match(text):
+        return True
+    m = _HEADING_NUMBER.match(text) or _LABEL_NUMBER.match(text)
+    body = text[m.end() :] if m else text
+    tokens = body.split()
+    if not tokens:
+        return False
+    numbers = sum(1 for t in tokens if _NUMBER_TOKEN.match(t) and not _YEAR.match(t))
+    years = sum(1 for t in tokens if _YEAR.match(t))
+    symbols = sum(1 for t in tokens if t in _SYMBOL_TOKENS)
+    if numbers >= 1 and numbers + symbols >= 2 and (numbers + symbols + years) >= 0.3 * len(tokens):
+        return True
+    tail = _FOLIO_TAIL.match(body)
+    if tail:
+        head = tail.group("head").rstrip(" .")
+        dotted = tail.group("head").rstrip().endswith("..")
+        if head and not _LABEL_WORD.search(head) and (dotted or not re.search(r"[a-z]", head)):
+            return True
+    return False

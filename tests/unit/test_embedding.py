@@ -1,0 +1,63 @@
+"""Loading the embedder changes no process-wide state (a stub model; the real one: integration).
+
+No environment variable, no logger level of another library, no global progress-bar switch:
+options go to the libraries per call (``local_files_only=True``, ``show_progress_bar=False``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from proxypointer.config import EmbeddingConfig
+from proxypointer.embedding import SentenceTransformerEmbedder
+
+
+class _StubModel:
+    made: list[tuple[str, dict]] = []
+
+    def __init__(self, path: str, **kwargs) -> None:
+        _StubModel.made.append((path, kwargs))
+        logging.getLogger("sentence_transformers").info("a library logs while loading")
+
+    def encode(self, texts, **kwargs):
+        assert kwargs["show_progress_bar"] is False and kwargs["normalize_embeddings"] is True
+        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+
+
+@pytest.fixture
+def stub_sentence_transformers(monkeypatch):
+    module = types.ModuleType("sentence_transformers")
+    module.SentenceTransformer = _StubModel  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", module)
+    _StubModel.made.clear()
+    return module
+
+
+def _logger_levels() -> dict[str, int]:
+    names = ["", "transformers", "sentence_transformers", "huggingface_hub", "torch"]
+    names += list(logging.root.manager.loggerDict)
+    return {n: logging.getLogger(n).level for n in names}
+
+
+def test_loading_passes_options_and_changes_no_global_state(stub_sentence_transformers):
+    env, levels = dict(os.environ), _logger_levels()
+    embedder = SentenceTransformerEmbedder(EmbeddingConfig(device="cpu"), trace_query=False, query_threads=None)
+    vectors = embedder.encode(["a", "b"])
+    assert vectors.shape == (2, 3) and vectors.dtype == np.float32
+    ((path, kwargs),) = _StubModel.made
+    assert path.endswith("model") and kwargs == {"device": "cpu", "local_files_only": True}
+    assert dict(os.environ) == env
+    assert {n: v for n, v in _logger_levels().items() if n in levels} == levels
+
+
+def test_offline_variables_are_not_set_for_the_user(stub_sentence_transformers, monkeypatch):
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.delenv(name, raising=False)
+    SentenceTransformerEmbedder(trace_query=False, query_threads=None).encode(["x"])
+    assert not {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"} & set(os.environ)
