@@ -23,6 +23,7 @@ from .errors import (
     ProxyPointerError,
     StaleSourceError,
     StoreError,
+    StoreNotFoundError,
 )
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ __all__ = [
     "Section",
     "StaleSourceError",
     "StoreError",
+    "StoreNotFoundError",
     "load_config",
 ]
 

@@ -61,7 +61,16 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", parents=[common], help="index markdown files or folders (incremental sync)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="markdown files or folders (recursive *.md, *.markdown)")
-    p.add_argument("--prune", action="store_true", help="delete documents whose files are gone from the given folders")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete documents whose files are gone from the given folders, and cached embeddings no chunk uses",
+    )
+    p.add_argument(
+        "--include-hidden",
+        action="store_true",
+        help="also read hidden folders and files (.git, .obsidian, any .name) and tool folders (node_modules, ...)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_store_args(p)
     _add_tree_flags(p)
@@ -229,11 +238,23 @@ def _index(args: argparse.Namespace, *, one_query: bool = False):
     return Index(args.store, config, SentenceTransformerEmbedder(config.embedding, trace_query=False))
 
 
+def _open_index(args: argparse.Namespace):
+    """Open the existing store named by ``--store`` (StoreNotFoundError if there is none)."""
+    from .pipeline import Index
+
+    return Index.open(args.store, _config(args))
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     index = _index(args)
-    report = index.ingest(args.paths, prune=args.prune, show_progress=not args.quiet)
+    report = index.ingest(
+        args.paths, prune=args.prune, include_hidden=args.include_hidden, show_progress=not args.quiet
+    )
     for _path, message in report.failed:
         print(f"error: {message}", file=sys.stderr)
+    if not args.quiet:
+        for _path, message in report.notes:
+            print(f"note: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -244,8 +265,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 def _retriever(args: argparse.Namespace):
     """Open the store for a query: refuse an empty question, a missing store, an unknown --doc.
 
-    NOTE: when the store layer gets its own "no store here" error (issue 15), the query path
-    keeps using it through ``Retriever.require_store``; the store is never created here.
+    The store is never created here (``Retriever.require_store`` raises StoreNotFoundError).
     """
     from .errors import ConfigError
     from .retrieval import Retriever, check_query
@@ -356,7 +376,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .tree import build_tree, read_document, split_lines
+    from .readers import read_document
+    from .tree import build_tree, split_lines
 
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")
@@ -461,7 +482,7 @@ def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    st = _index(args).status()
+    st = _open_index(args).status()
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
@@ -481,13 +502,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    removed = _index(args).delete(args.doc_ids)
+    removed = _open_index(args).delete(args.doc_ids)
     print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
     return 0 if len(removed) == len(args.doc_ids) else 1
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    rep = _index(args).check(repair=args.repair)
+    rep = _open_index(args).check(repair=args.repair)
     if args.json:
         print(
             json.dumps(

@@ -9,12 +9,14 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DocumentError",
+    "EmptyDocumentError",
     "LLMError",
     "LockError",
     "MissingDependencyError",
     "ProxyPointerError",
     "StaleSourceError",
     "StoreError",
+    "StoreNotFoundError",
 ]
 
 
@@ -36,6 +38,14 @@ class StoreError(ProxyPointerError):
 
 class LockError(StoreError):
     """Another process holds the write lock of the store."""
+
+
+class StoreNotFoundError(StoreError):
+    """A command that only reads or maintains a store was pointed at a folder holding none."""
+
+
+class EmptyDocumentError(DocumentError):
+    """A source file holds no text (empty or whitespace only): skipped with a note, not a failure."""
 
 
 class StaleSourceError(ProxyPointerError):

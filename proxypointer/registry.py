@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import StaleSourceError, StoreError
+from .errors import StaleSourceError, StoreError, StoreNotFoundError
 
 __all__ = [
     "LEXICAL_MAX_ROWS",
@@ -158,14 +158,20 @@ class Registry:
 
     Args:
         root: Store folder; ``registry.sqlite3`` and ``sources/`` live here.
+        create: Create the folder and an empty registry when there is none (only ``ingest``
+            does); False raises StoreNotFoundError instead, leaving nothing behind.
 
     Raises:
+        StoreNotFoundError: If ``create`` is False and ``root`` holds no registry.
         StoreError: If the folder cannot be created or the database cannot be opened.
 
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, create: bool = True) -> None:
         self.root = Path(root)
+        self._sources = str(self.root / "sources")
+        if not create and not (self.root / "registry.sqlite3").is_file():
+            raise StoreNotFoundError(f"{self.root}: no proxypointer store here; run `proxypointer ingest` first")
         try:
             (self.root / "sources").mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -195,6 +201,8 @@ class Registry:
                     raise
         # Finds the rows still to fill without scanning the table (empty once all are filled).
         self._db.execute("CREATE INDEX IF NOT EXISTS chunks_no_record ON chunks (chunk_id) WHERE record IS NULL")
+        # Which document a file is indexed as (discovery refuses a file under two doc ids).
+        self._db.execute("CREATE INDEX IF NOT EXISTS documents_source ON documents (source_path)")
 
     def close(self) -> None:
         """Close the database connection."""
@@ -261,6 +269,13 @@ class Registry:
             ):
                 out[doc_id] = (v, h)
         return out
+
+    def doc_ids_for_source(self, source_path: str) -> list[str]:
+        """Doc ids whose live version was read from ``source_path`` (an absolute, resolved path)."""
+        rows = self._db.execute(
+            "SELECT doc_id FROM documents WHERE source_path = ? AND version != '' ORDER BY doc_id", (source_path,)
+        )
+        return [r[0] for r in rows]
 
     def begin_write(self, doc_id: str, source_path: str, new_hash: str) -> None:
         """Mark a document as being written at ``new_hash`` (before any Chroma write)."""
@@ -404,6 +419,10 @@ class Registry:
         if doc_id is None:
             return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks")}
         return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))}
+
+    def has_chunks(self) -> bool:
+        """Tell whether any chunk is live."""
+        return self._db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
 
     def live_chunk_ids(self, doc_ids: Iterable[str], limit: int) -> list[str] | None:
         """Live chunk ids of several documents, or ``None`` when they have more than ``limit``."""
@@ -704,22 +723,38 @@ class Registry:
         """Path of the stored copy of a version (content-addressed by its hash)."""
         return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.md"
 
-    def save_source(self, doc_hash: str, text: str) -> None:
-        """Store normalised text under its hash, atomically (temp file + rename)."""
+    def pages_file(self, doc_hash: str) -> Path:
+        """Path of the page map stored beside a version's text (only for paged sources)."""
+        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.pages.json"
+
+    def has_source(self, doc_hash: str) -> bool:
+        """Tell whether the stored copy of a version exists (a stat)."""
+        return os.path.isfile(os.path.join(self._sources, doc_hash[:2], f"{doc_hash}.md"))
+
+    def save_source(self, doc_hash: str, text: str, pages: Sequence[int] | None = None) -> None:
+        """Store normalised text under its hash, atomically (temp file + rename).
+
+        Args:
+            doc_hash: SHA-256 of ``text`` (``chunking.document_hash``).
+            text: The text retrieval slices sections from.
+            pages: Page of each line (1-based; ``pages[i]`` for line ``i + 1``) of a source
+                converted from a paged format, stored beside the text as JSON before it (a
+                present text always has its page map); None for markdown.
+        """
         target = self.source_file(doc_hash)
         if target.exists():
             return
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        if pages is not None:
+            _write_atomically(self.pages_file(doc_hash), json.dumps(list(pages), separators=(",", ":")))
+        _write_atomically(target, text)
+
+    def load_pages(self, doc_hash: str) -> tuple[int, ...] | None:
+        """Return the page of each line of a stored version, or None if it has no page map."""
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            return tuple(json.loads(self.pages_file(doc_hash).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
 
     def load_source(self, doc_hash: str) -> str:
         """Return the stored text of a version.
@@ -744,6 +779,9 @@ class Registry:
             if f.stem not in keep:
                 f.unlink(missing_ok=True)
                 removed += 1
+        for f in (self.root / "sources").glob("*/*.pages.json"):
+            if f.name.split(".", 1)[0] not in keep:
+                f.unlink(missing_ok=True)
         return removed
 
     # -- embedding cache ----------------------------------------------------------------
@@ -769,6 +807,46 @@ class Registry:
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
             )
 
+    def live_content_hashes(self) -> tuple[set[str], list[str]]:
+        """Content hashes (embedding-cache keys) of the live chunks, read from their record copies.
+
+        Returns:
+            ``(hashes, without)``: the hashes found, and the ids of live chunks whose copy is
+            missing or unreadable (the caller reads those from Chroma).
+        """
+        hashes: set[str] = set()
+        without: list[str] = []
+        for cid, rec in self._db.execute("SELECT chunk_id, record FROM chunks"):
+            decoded = _try_decode(rec) if rec is not None else None
+            h = decoded[1].get("content_hash") if decoded else None
+            if isinstance(h, str):
+                hashes.add(h)
+            else:
+                without.append(cid)
+        return hashes, without
+
+    def prune_embeddings(self, model: str, keep: Iterable[str]) -> int:
+        """Drop cached vectors that no live chunk uses: other models', and this model's not in ``keep``.
+
+        Args:
+            model: The store's embedding model (cache key part).
+            keep: Content hashes of the live chunks.
+
+        Returns:
+            Number of cache entries removed.
+        """
+        with self.transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_hashes (h TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM keep_hashes")
+            db.executemany("INSERT OR IGNORE INTO keep_hashes (h) VALUES (?)", ((h,) for h in keep))
+            before = db.total_changes
+            db.execute(
+                "DELETE FROM embeddings WHERE model != ? OR content_hash NOT IN (SELECT h FROM keep_hashes)", (model,)
+            )
+            removed = db.total_changes - before
+            db.execute("DELETE FROM keep_hashes")
+        return removed
+
     def stats(self) -> dict[str, int]:
         """Count documents, sections, chunks, cached embeddings and documents not ready.
 
@@ -790,6 +868,20 @@ _COLUMNS = (
     "doc_id, source_path, doc_hash, version, pending_hash, state, title, line_count, n_sections, n_chunks,"
     " source_mtime, source_size, indexed_at"
 )
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    """Write UTF-8 text to ``target`` through a temporary file, fsync and rename."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def encode_record(text: str, metadata: dict[str, Any]) -> bytes:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, StaleSourceError, StoreError
+from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
 from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
@@ -228,12 +228,10 @@ class Retriever:
         """Raise unless the index folder holds a store (the query path never creates one).
 
         Raises:
-            StoreError: If ``<store>/registry.sqlite3`` does not exist.
+            StoreNotFoundError: If the folder holds no store (``Index.exists``).
         """
-        # NOTE: opening the registry creates it; this check keeps a query from doing so until
-        # the registry can be opened read-only (issue 15, "a query ... creates it").
-        if not (Path(self.index.root) / "registry.sqlite3").is_file():
-            raise StoreError(
+        if not self.index.exists:
+            raise StoreNotFoundError(
                 f"{self.index.root}: no proxypointer store here; check --store, or run "
                 "`proxypointer ingest PATH` first"
             )

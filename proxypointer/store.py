@@ -4,6 +4,17 @@ Collections are created with ``embedding_function=None`` (Chroma's default would
 model) and ``hnsw:space = cosine``; every add and delete is cut into batches of at most
 ``client.get_max_batch_size()`` records (shared case 21); metadata holds scalars only
 (case 19).
+
+A collection records the store that owns it (collection metadata :data:`OWNER_ID_KEY` and
+:data:`OWNER_PATH_KEY`, written at creation): a second store folder pointed at the same
+server collection is refused, since each would see the other's chunks as unregistered and
+delete them.
+
+Only Chroma's own failures become :class:`~proxypointer.errors.StoreError` ("Chroma refused
+a write", "cannot reach"): ``chromadb.errors.ChromaError``, Chroma's validation
+``ValueError``, connection and HTTP errors, and the bare ``Exception`` its HTTP client raises
+for an unexpected status (:func:`is_chroma_error`). Anything else (a bug of ours) propagates
+unchanged.
 """
 
 from __future__ import annotations
@@ -11,10 +22,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -26,9 +39,56 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["ChromaStore", "Hit", "chunk_metadata"]
+__all__ = ["OWNER_ID_KEY", "OWNER_PATH_KEY", "ChromaStore", "Hit", "chunk_metadata", "is_chroma_error"]
 
 logger = logging.getLogger(__name__)
+
+#: Collection metadata key holding the id of the store that owns the collection.
+OWNER_ID_KEY = "proxypointer_store_id"
+#: Collection metadata key holding that store's folder (for messages).
+OWNER_PATH_KEY = "proxypointer_store_path"
+
+#: Pauses (seconds) before each reopen-and-retry of a read that found the embedded index
+#: half written by another process (:meth:`ChromaStore._read`); 1.4 s in all at most.
+REOPEN_PAUSES_S = (0.1, 0.3, 1.0)
+
+T = TypeVar("T")
+
+
+def is_chroma_error(err: BaseException) -> bool:
+    """Tell whether ``err`` is Chroma refusing a call or being unreachable, not a bug of the caller.
+
+    Chroma's errors (``chromadb.errors.ChromaError``), its input validation (``ValueError``),
+    connection failures (``OSError``, ``httpx.HTTPError``) and the plain ``Exception`` its
+    HTTP client raises for a status it has no error type for.
+    """
+    if type(err) is Exception:
+        return True
+    try:
+        import httpx
+        from chromadb.errors import ChromaError
+    except ImportError:  # pragma: no cover - chromadb brings httpx
+        return isinstance(err, (ValueError, OSError))
+    return isinstance(err, (ChromaError, ValueError, OSError, httpx.HTTPError))
+
+
+def _half_written(err: BaseException) -> bool:
+    """Tell whether Chroma failed because another process had not yet written its index files."""
+    text = str(err)
+    return "Nothing found on disk" in text or "Error creating hnsw segment reader" in text
+
+
+@contextmanager
+def _chroma_call(message: Callable[[BaseException], str]) -> Iterator[None]:
+    """Turn Chroma's own failures inside the block into StoreError(message(err)); others pass."""
+    try:
+        yield
+    except ProxyPointerError:
+        raise
+    except Exception as err:  # narrowed by is_chroma_error: anything else is re-raised as is
+        if not is_chroma_error(err):
+            raise
+        raise StoreError(message(err)) from err
 
 
 def chunk_metadata(chunk: Chunk, source_path: str) -> dict[str, str | int | float | bool]:
@@ -85,16 +145,28 @@ class ChromaStore:
     Args:
         config: Store settings.
         root: Folder of the embedded store (``<root>/chroma``); ignored in ``http`` mode.
+        owner: ``(store_id, store_path)`` written into the collection's metadata at creation
+            and compared on every open (None: a store without an id, read only).
+        adopt: Mark an unmarked, non-empty collection as this store's (see :meth:`_claim`).
 
     Raises:
-        StoreError: If Chroma cannot be opened or reached.
+        StoreError: If Chroma cannot be opened or reached, or the collection belongs to
+            another store (named in the message).
         MissingDependencyError: If chromadb is not installed.
 
     """
 
-    def __init__(self, config: StoreConfig, root: str | Path) -> None:
+    def __init__(
+        self, config: StoreConfig, root: str | Path, owner: tuple[str, str] | None = None, adopt: bool = False
+    ) -> None:
         self.config = config
         self.root = Path(root)
+        #: ``(store_id, store_path)`` of the store using this collection; None for a store
+        #: that has no id yet (it reads any collection not marked by another folder, marks none).
+        self.owner = owner
+        #: Take an unmarked collection that already holds chunks (the store's own, from before
+        #: collections were marked); an empty one is always taken.
+        self.adopt = adopt
         #: Optional cap below Chroma's own max batch size (tests lower it to force several
         #: write batches per document); ``None`` uses ``client.get_max_batch_size()``.
         self.batch_limit: int | None = None
@@ -122,12 +194,17 @@ class ChromaStore:
         if client is not None and hasattr(client, "close"):
             try:
                 client.close()
-            except Exception as err:  # closing must never mask the caller's own error
+            except Exception as err:  # noqa: BLE001 - closing must never mask the caller's own error
                 logger.debug("closing Chroma client at %s: %s", self.where, err)
 
     @property
     def client(self) -> ClientAPI:
-        """The Chroma client (created on first use)."""
+        """The Chroma client (created on first use).
+
+        Raises:
+            StoreError: If the server cannot be reached or the folder cannot be opened.
+            ConfigError: If ``store.token_env`` names an unset variable.
+        """
         if self._client is None:
             try:
                 import chromadb
@@ -136,7 +213,8 @@ class ChromaStore:
                 raise MissingDependencyError("the store needs chromadb; pip install chromadb") from err
             settings = Settings(anonymized_telemetry=False)
             cfg = self.config
-            try:
+            hint = "is `chroma run` up and reachable?" if cfg.mode == "http" else "check the folder"
+            with _chroma_call(lambda err: f"{self.where}: cannot open Chroma ({type(err).__name__}: {err}); {hint}"):
                 if cfg.mode == "http":
                     headers = dict(cfg.headers)
                     if cfg.token_env:
@@ -144,40 +222,72 @@ class ChromaStore:
                         if not token:
                             raise ConfigError(f"store.token_env: environment variable {cfg.token_env} is not set")
                         headers["Authorization"] = f"Bearer {token}"
-                    self._client = chromadb.HttpClient(
+                    client = chromadb.HttpClient(
                         host=cfg.host, port=cfg.port, ssl=cfg.ssl, headers=headers or None, settings=settings
                     )
-                    self._client.heartbeat()
+                    client.heartbeat()
                 else:
                     path = self.root / "chroma"
                     path.mkdir(parents=True, exist_ok=True)
-                    self._client = chromadb.PersistentClient(path=str(path), settings=settings)
-            except ConfigError:
-                raise
-            except Exception as err:  # chromadb raises many unrelated types on connect/open
-                hint = "is `chroma run` up and reachable?" if cfg.mode == "http" else "check the folder"
-                raise StoreError(f"{self.where}: cannot open Chroma ({type(err).__name__}: {err}); {hint}") from err
+                    client = chromadb.PersistentClient(path=str(path), settings=settings)
+            self._client = client
         return self._client
 
     @property
     def collection(self) -> Collection:
-        """The collection, created with cosine space and no embedding function."""
+        """The collection, created with cosine space, no embedding function and its owner's mark.
+
+        Raises:
+            StoreError: If it cannot be opened, or it belongs to another store (both named).
+        """
         if self._collection is None:
             client = self.client
-            try:
-                self._collection = client.get_or_create_collection(
-                    name=self.config.collection,
-                    embedding_function=None,
-                    metadata={"hnsw:space": "cosine"},
+            metadata: dict[str, str] = {"hnsw:space": "cosine"}
+            if self.owner:
+                metadata[OWNER_ID_KEY], metadata[OWNER_PATH_KEY] = self.owner
+            with _chroma_call(
+                lambda err: f"{self.where}: cannot open collection {self.config.collection!r} "
+                f"({type(err).__name__}: {err}); check store.collection"
+            ):
+                collection = client.get_or_create_collection(
+                    name=self.config.collection, embedding_function=None, metadata=metadata
                 )
-            except ProxyPointerError:
-                raise
-            except Exception as err:  # invalid name, server error, corrupt folder
-                raise StoreError(
-                    f"{self.where}: cannot open collection {self.config.collection!r} "
-                    f"({type(err).__name__}: {err}); check store.collection"
-                ) from err
+                self._claim(collection)
+            self._collection = collection
         return self._collection
+
+    def _claim(self, collection: Collection) -> None:
+        """Refuse a collection another store owns; mark an unmarked one this store may take.
+
+        An unmarked collection (made before stores marked theirs) is taken when it is empty or
+        :attr:`adopt` is set (this store already has chunks in it); a collection marked by
+        the same store folder, re-created since (its recorded path is ours), is taken over.
+        """
+        meta = dict(collection.metadata or {})
+        mark, mark_path = meta.get(OWNER_ID_KEY), str(meta.get(OWNER_PATH_KEY, "?"))
+        ours = self.owner[0] if self.owner else None
+        here = self.owner[1] if self.owner else str(self.root.resolve())
+        name = self.config.collection
+        if mark is not None and mark == ours:
+            return
+        if mark is not None and mark_path != here:
+            raise StoreError(
+                f"{self.where}: collection {name!r} belongs to the store {mark_path} (store id {str(mark)[:8]}), "
+                f"not to this one ({here}); two stores on one collection delete each other's chunks. Give this "
+                f"store its own store.collection, or run from {mark_path}"
+            )
+        if self.owner is None:  # a store without an id yet (only read so far): nothing to mark
+            return
+        if mark is None and not self.adopt and collection.count():
+            raise StoreError(
+                f"{self.where}: collection {name!r} already holds {collection.count()} chunks written by "
+                f"another store (it carries no owner mark); give this store its own store.collection"
+            )
+        if mark is not None:
+            logger.warning("%s: collection %r was made by an earlier store in %s; this store takes it over",
+                           self.where, name, here)
+        keep = {k: v for k, v in meta.items() if not k.startswith("hnsw:")}  # the space cannot be re-set
+        collection.modify(metadata={**keep, OWNER_ID_KEY: self.owner[0], OWNER_PATH_KEY: self.owner[1]})
 
     @property
     def max_batch(self) -> int:
@@ -187,22 +297,38 @@ class ChromaStore:
         by :attr:`batch_limit` when set.
         """
         if self._max_batch is None:
-            try:
-                self._max_batch = int(self.client.get_max_batch_size())
-            except Exception as err:  # see client
-                raise StoreError(f"{self.where}: cannot ask Chroma for its max batch size ({err})") from err
+            client = self.client
+            with _chroma_call(lambda err: f"{self.where}: cannot ask Chroma for its max batch size ({err})"):
+                self._max_batch = int(client.get_max_batch_size())
         if self.batch_limit is not None:
             return max(1, min(self._max_batch, self.batch_limit))
         return self._max_batch
 
+    def _read(self, what: str, call: Callable[[Collection], T]) -> T:
+        """Run a read on the collection; StoreError naming ``what`` if Chroma fails.
+
+        In embedded mode a reader that opens the collection while another process is writing
+        its index files can find them missing ("Error creating hnsw segment reader: Nothing
+        found on disk", shared case 26): the read is retried on a reopened client after each
+        pause of :data:`REOPEN_PAUSES_S` before it fails.
+        """
+        for pause in (*REOPEN_PAUSES_S, None):
+            collection = self.collection
+            try:
+                return call(collection)
+            except Exception as err:  # narrowed by is_chroma_error: anything else is re-raised as is
+                if not is_chroma_error(err):
+                    raise
+                if pause is None or self.config.mode != "persistent" or not _half_written(err):
+                    raise StoreError(f"{self.where}: {what} ({type(err).__name__}: {err})") from err
+                logger.debug("%s: %s; reopening in %.1f s", self.where, err, pause)
+            self.close()
+            time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def count(self) -> int:
         """Count the records in the collection."""
-        try:
-            return int(self.collection.count())
-        except ProxyPointerError:
-            raise
-        except Exception as err:  # see add
-            raise StoreError(f"{self.where}: cannot count the collection ({err})") from err
+        return int(self._read("cannot count the collection", lambda c: c.count()))
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, source_path: str) -> None:
         """Write chunks with their vectors, in batches.
@@ -236,47 +362,38 @@ class ChromaStore:
             (c, vectors[i], source) for chunks, vectors, source in documents for i, c in enumerate(chunks)
         ]
         step = self.max_batch
+        collection = self.collection
         for i in range(0, len(records), step):
             part = records[i : i + step]
-            try:
-                self.collection.upsert(
-                    ids=[c.chunk_id for c, _, _ in part],
-                    embeddings=np.stack([v for _, v, _ in part]),
-                    documents=[c.text for c, _, _ in part],
-                    metadatas=[chunk_metadata(c, source) for c, _, source in part],
-                )
-            except ProxyPointerError:
-                raise
-            except Exception as err:  # chromadb raises ValueError, InternalError, HTTP errors
-                names = list(dict.fromkeys(source for _, _, source in part))
-                where = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} other document(s)"
-                raise StoreError(f"{where}: Chroma refused a write ({type(err).__name__}: {err})") from err
+            ids = [c.chunk_id for c, _, _ in part]
+            embeddings = np.stack([v for _, v, _ in part])
+            documents = [c.text for c, _, _ in part]
+            metadatas = [chunk_metadata(c, source) for c, _, source in part]
+            names = list(dict.fromkeys(source for _, _, source in part))
+            where = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} other document(s)"
+            with _chroma_call(lambda err, w=where: f"{w}: Chroma refused a write ({type(err).__name__}: {err})"):
+                collection.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         """Delete records by id, in batches; unknown ids are ignored."""
         step = self.max_batch
         ids = list(dict.fromkeys(ids))
+        collection = self.collection
         for i in range(0, len(ids), step):
-            try:
-                self.collection.delete(ids=ids[i : i + step])
-            except ProxyPointerError:
-                raise
-            except Exception as err:  # see add
-                raise StoreError(
-                    f"{self.where}: Chroma refused a delete from {self.config.collection!r} ({err})"
-                ) from err
+            with _chroma_call(
+                lambda err: f"{self.where}: Chroma refused a delete from {self.config.collection!r} ({err})"
+            ):
+                collection.delete(ids=ids[i : i + step])
 
     def _paged(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
         """``collection.get`` page by page (at most :attr:`max_batch` records each)."""
         step = self.max_batch
         offset = 0
         while True:
-            try:
-                got = self.collection.get(where=where or None, include=include, limit=step, offset=offset)
-            except ProxyPointerError:
-                raise
-            except Exception as err:  # see add
-                raise StoreError(f"{self.where}: cannot read the collection ({err})") from err
+            got = self._read(
+                "cannot read the collection",
+                lambda c, o=offset: c.get(where=where or None, include=include, limit=step, offset=o),
+            )
             yield got
             if len(got["ids"]) < step:
                 return
@@ -319,16 +436,16 @@ class ChromaStore:
         total = self.count()
         if total == 0:
             return []
-        collection = self.collection
-        try:
-            res = collection.query(
-                query_embeddings=[np.asarray(vector, dtype=np.float32)],
+        query = [np.asarray(vector, dtype=np.float32)]
+        res = self._read(
+            "query failed",
+            lambda c: c.query(
+                query_embeddings=query,
                 n_results=min(n, total),
                 where=where or None,
                 include=["documents", "metadatas", "distances"],
-            )
-        except Exception as err:  # see add
-            raise StoreError(f"{self.where}: query failed ({type(err).__name__}: {err})") from err
+            ),
+        )
         ids = res["ids"][0]
         docs = res["documents"][0] if res.get("documents") else [""] * len(ids)
         metas = res["metadatas"][0] if res.get("metadatas") else [{}] * len(ids)
@@ -357,20 +474,19 @@ class ChromaStore:
             StoreError: If the query fails.
         """
         vec = [np.asarray(vector, dtype=np.float32)]
+
+        def search(k: int) -> Callable[[Collection], Any]:
+            return lambda c: c.query(query_embeddings=vec, n_results=k, where=where or None, include=["distances"])
+
         try:
-            res = self.collection.query(query_embeddings=vec, n_results=n, where=where or None, include=["distances"])
-        except ProxyPointerError:
-            raise
-        except Exception as err:  # older servers refuse n_results above the collection size
+            res = self._read("query failed", search(n))
+        except StoreError:  # older servers refuse n_results above the collection size
             total = self.count()
             if total == 0:
                 return []
-            try:
-                res = self.collection.query(
-                    query_embeddings=vec, n_results=min(n, total), where=where or None, include=["distances"]
-                )
-            except Exception:  # see add
-                raise StoreError(f"{self.where}: query failed ({type(err).__name__}: {err})") from err
+            if total >= n:
+                raise
+            res = self._read("query failed", search(total))
         ids = res["ids"][0] if res.get("ids") else []
         dists = res["distances"][0] if res.get("distances") else [0.0] * len(ids)
         return [(i, 1.0 - float(x)) for i, x in zip(ids, dists, strict=True)]
@@ -386,12 +502,8 @@ class ChromaStore:
         step = self.max_batch
         ids = list(ids)
         for i in range(0, len(ids), step):
-            try:
-                got = self.collection.get(ids=ids[i : i + step], include=["embeddings"])
-            except ProxyPointerError:
-                raise
-            except Exception as err:  # see add
-                raise StoreError(f"{self.where}: cannot read vectors ({err})") from err
+            part = ids[i : i + step]
+            got = self._read("cannot read vectors", lambda c, p=part: c.get(ids=p, include=["embeddings"]))
             if len(got["ids"]):
                 found.extend(got["ids"])
                 parts.append(np.asarray(got["embeddings"], dtype=np.float32))
@@ -403,11 +515,8 @@ class ChromaStore:
         """Get records by id (score 0), in the order Chroma returns them."""
         if not ids:
             return []
-        collection = self.collection
-        try:
-            res = collection.get(ids=list(ids), include=["documents", "metadatas"])
-        except Exception as err:  # see add
-            raise StoreError(f"{self.where}: cannot read records ({err})") from err
+        wanted = list(ids)
+        res = self._read("cannot read records", lambda c: c.get(ids=wanted, include=["documents", "metadatas"]))
         return [
             Hit(i, d or "", dict(m or {}), 0.0)
             for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)

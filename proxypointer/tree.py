@@ -19,12 +19,11 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ._converter import apply_converter_modes
 from ._markdown import Heading, parse_blocks, top_level_headings
 from .config import TreeConfig
-from .errors import DocumentError, StaleSourceError
+from .errors import StaleSourceError
 
 __all__ = [
     "PREAMBLE_ID",
@@ -34,7 +33,6 @@ __all__ = [
     "build_tree",
     "find_headings",
     "normalise_text",
-    "read_document",
     "slice_lines",
     "split_lines",
 ]
@@ -100,41 +98,6 @@ def slice_lines(lines: list[str], start_line: int, end_line: int) -> str:
             "re-ingest the document"
         )
     return "\n".join(lines[start_line - 1 : end_line])
-
-
-def read_document(path: str | Path) -> str:
-    """Read a markdown file as normalised text.
-
-    Args:
-        path: File path.
-
-    Returns:
-        The text, BOM removed and line ends normalised (see :func:`normalise_text`).
-
-    Raises:
-        DocumentError: If the file is missing or unreadable, looks binary (holds NUL bytes),
-            or is not valid UTF-8; the message names the file and, for bad UTF-8, the line.
-
-    """
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError as err:
-        raise DocumentError(f"{p}: no such file; check the path") from err
-    except IsADirectoryError as err:
-        raise DocumentError(f"{p}: is a directory, expected a markdown file") from err
-    except OSError as err:
-        raise DocumentError(f"{p}: cannot read ({err.strerror})") from err
-    if b"\x00" in data[:8192] or b"\x00" in data:
-        raise DocumentError(f"{p}: looks like a binary file (NUL bytes); expected UTF-8 markdown")
-    try:
-        raw = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise DocumentError(
-            f"{p}:{line}: invalid UTF-8 at byte {err.start}; convert the file to UTF-8"
-        ) from err
-    return normalise_text(raw)
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,7 +195,8 @@ def copy_corpus(files: list[Path], dest: Path) -> Path:
 def chunk_texts(files: list[Path], config, tokenizer) -> tuple[list[str], int]:
     """Unique embed texts (first-seen order) and their total tokens, as ingest makes them."""
     from proxypointer.chunking import TokenCountCache, chunk_document
-    from proxypointer.tree import build_tree, read_document, split_lines
+    from proxypointer.readers import read_document
+    from proxypointer.tree import build_tree, split_lines
 
     counter = TokenCountCache(tokenizer)
     seen: dict[str, int] = {}
@@ -265,8 +266,9 @@ def phase_cli(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 def phase_chunking(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     """Read + tree + chunking with the model's tokenizer, no embedding: the CPU cost we add."""
     from proxypointer.chunking import TokenCountCache, chunk_document
+    from proxypointer.readers import read_document
     from proxypointer.tokenizer import load_tokenizer
-    from proxypointer.tree import build_tree, read_document, split_lines
+    from proxypointer.tree import build_tree, split_lines
 
     config = pp_config(cfg)
     tok = load_tokenizer(config.embedding.model)

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from proxypointer._markdown import parse_blocks
-from proxypointer.tree import build_tree, read_document
+from proxypointer.readers import read_document
+from proxypointer.tree import build_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"qasper-train": "bench/qasper-train/docs", "long_docs": "bench/long_docs"}

@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+from proxypointer.readers import read_document
 from proxypointer.references import detect_references, label_index, reference_graph
-from proxypointer.tree import build_tree, read_document, split_lines
+from proxypointer.tree import build_tree, split_lines
 
 
 def _files(folder: Path) -> list[Path]:

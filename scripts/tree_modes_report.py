@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from proxypointer.config import TreeConfig
+from proxypointer.readers import read_document
 from proxypointer.titles import filing_label
-from proxypointer.tree import build_tree, find_headings, read_document, split_lines
+from proxypointer.tree import build_tree, find_headings, split_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
+from ..discovery import discover
 from ..embedding import Embedder, SentenceTransformerEmbedder
 from ..errors import StaleSourceError
-from ..pipeline import discover
 from ..registry import DocumentRecord
 from ..retrieval import Retriever
 from ..tree import slice_lines, split_lines
@@ -582,11 +582,12 @@ class Service:
                     raise Forbidden(f"{raw}: outside serve.ingest_roots; only files under them can be ingested")
                 if not real.exists():
                     raise BadRequest(f"{raw}: no such file or folder")
-                found, _missing = discover([real])
-                for _doc_id, f, _root in found:
-                    rf = f.resolve()
-                    if not any(rf.is_relative_to(r) for r in roots):
-                        raise Forbidden(f"{f}: resolves outside serve.ingest_roots (a symbolic link?); not ingested")
+                found = discover([real], writer.readers.keys(), stores=[writer.root])
+                for sf in found.files:
+                    if not any(Path(sf.real_path).is_relative_to(r) for r in roots):
+                        raise Forbidden(
+                            f"{sf.path}: resolves outside serve.ingest_roots (a symbolic link?); not ingested"
+                        )
                 targets.append(real)
             report = writer.ingest(targets, prune=bool(prune), show_progress=False)
             logger.info("ingest over HTTP: %s", report.summary())

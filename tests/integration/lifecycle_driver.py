@@ -9,6 +9,7 @@ n-th time it reaches ``stage``:
 * ``after_add``  - after a document's chunks are written, before the registry flips
 * ``after_commit`` - after the registry flip, before the old chunks are deleted
 * ``after_delete`` - after the old chunks are deleted, before the document is marked ready
+* ``mid_embed``  - after the n-th ``encode`` call (embedding groups are 8 texts here)
 
 KILL_AT ``-`` ingests without killing. The hook lives here, by monkeypatching, so that the
 library carries no test code. Prints the report as JSON on success.
@@ -27,13 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for fakes
 
 from fakes import HashingEmbedder  # noqa: E402
 
-from proxypointer.config import ChunkingConfig, ProxyPointerConfig  # noqa: E402
+from proxypointer.config import ChunkingConfig, EmbeddingConfig, ProxyPointerConfig  # noqa: E402
 from proxypointer.pipeline import Index  # noqa: E402
 
 
 def main() -> int:
     store, kill_at, lock_timeout, *paths = sys.argv[1:]
-    cfg = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
+    cfg = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0),
+                             embedding=EmbeddingConfig(batch_size=1))
     cfg = dataclasses.replace(cfg, store=dataclasses.replace(cfg.store, lock_timeout_s=float(lock_timeout)))
     index = Index(store, cfg, HashingEmbedder())
     if kill_at != "-":
@@ -59,6 +61,9 @@ def main() -> int:
 
             setattr(obj, attr, wrapped)
 
+        around(index.embedder, "encode", after="mid_embed")
+        if not index.exists:
+            index.ingest([], show_progress=False)  # create the store before hooking into it
         store_obj = index.store
         store_obj.batch_limit = 2
         around(store_obj, "add_documents", before="before_add", after="after_add")

@@ -65,15 +65,45 @@ def test_bad_inputs_are_reported_and_others_indexed(tmp_path):
     (corpus / "empty.md").write_text("")
     (corpus / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     (corpus / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
+    (corpus / "utf16.md").write_bytes("\ufeff# Shift rota\r\n\r\nNight shift starts at 22:00.\r\n".encode("utf-16-le"))
+    (corpus / "sjis.md").write_bytes("# 見出し\n\n本文です。\n".encode("shift_jis"))
     p = run("ingest", str(corpus), str(tmp_path / "missing.md"), cwd=tmp_path, check=False)
     assert p.returncode == 1
     err = p.stderr
-    for name in ("empty.md", "binary.md", "latin1.md", "missing.md"):
-        assert name in err, err
-    assert "latin1.md:1: invalid UTF-8" in err
-    assert "1 indexed" in p.stdout
+    for name in ("binary.md", "sjis.md", "missing.md"):  # failures: each named once, as an error
+        assert err.count(name) == 1 and f"error: {tmp_path}" in err, err
+    assert "sjis.md:1: invalid UTF-8" in err and "convert the file to UTF-8" in err
+    for name in ("empty.md", "latin1.md"):  # an empty file and a Windows-1252 one: notes, not failures
+        assert err.count(name) == 1 and f"note: {corpus / name}" in err, err
+    assert err.count("error: ") == 3 and "Traceback" not in err
+    assert "6 documents (3 indexed" in p.stdout  # good, latin1 (cp1252), utf16 (BOM)
     q = json.loads(run("query", "when does the cafeteria open", "--json", cwd=tmp_path).stdout)
     assert q[0]["doc_id"] == "good"
+    q = json.loads(run("query", "when does the night shift start", "--json", cwd=tmp_path).stdout)
+    assert q[0]["doc_id"] == "utf16" and q[0]["citation"] == "utf16.md#L1-L3"
+
+
+def test_doc_id_collisions_are_refused_naming_both(tmp_path):
+    for team in ("teamA", "teamB"):
+        (tmp_path / team).mkdir()
+        (tmp_path / team / "README.md").write_text(f"# {team} onboarding\n\nLaptops for {team}.\n")
+    p = run("ingest", "teamA", "teamB", "--store", "S", cwd=tmp_path, check=False)
+    assert p.returncode == 1 and "1 indexed" in p.stdout
+    (line,) = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
+    assert str(tmp_path / "teamA" / "README.md") in line and str(tmp_path / "teamB" / "README.md") in line
+    p = run("ingest", "teamB", "--store", "S", cwd=tmp_path, check=False)
+    assert p.returncode == 1 and "0 indexed" in p.stdout
+    status = json.loads(run("status", "--json", "--store", "S", cwd=tmp_path).stdout)
+    assert status["documents"] == 1
+
+
+def test_commands_other_than_ingest_never_create_a_store(tmp_path):
+    for args in (["status"], ["check"], ["delete", "x"], ["query", "anything"]):
+        p = run(*args, "--store", "typo", cwd=tmp_path, check=False)
+        assert p.returncode == 1, args
+        assert p.stderr.strip().splitlines()[-1] == (
+            "error: typo: no proxypointer store here; run `proxypointer ingest` first"), args
+    assert not (tmp_path / "typo").exists()
 
 
 def test_tree_json(tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.errors import StoreError
 from proxypointer.retrieval import Retriever
 
 pytestmark = pytest.mark.integration
@@ -130,6 +131,21 @@ def test_sigkill_at_each_stage_leaves_old_or_new_versions(tmp_path, make_index):
         assert chk.returncode == 0 and json.loads(chk.stdout)["ok"], chk.stdout
 
 
+def test_sigkill_mid_embedding_keeps_the_vectors_already_cached(tmp_path, make_index):
+    folder, store = tmp_path / "docs", tmp_path / "store"
+    write_docs(folder, {**V2, "big": doc("Big", {"S": 12, "T": 12})})
+    proc = drive(store, "mid_embed:3", folder)  # killed as the 3rd group of 8 texts is encoded, not cached
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    index = make_index(CFG, store=store)
+    assert index.status()["cached_embeddings"] == 16 and index.registry.documents() == []
+    index.close()
+    done = drive(store, "-", folder)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["cached"] == 16 and report["embedded"] == report["chunks"] - 16
+    assert cli("check", "--store", str(store)).returncode == 0
+
+
 def test_sigkill_at_random_moments(tmp_path, make_index):
     new = reference_ids(tmp_path, make_index, V2, "v2")
     old = reference_ids(tmp_path, make_index, V1, "v1")
@@ -160,6 +176,7 @@ def test_case26_concurrent_writer_processes_and_a_live_reader(cases_dir, tmp_pat
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "store"
     reader = make_index(CFG, store=store)
+    reader.ingest([], show_progress=False)  # only ingest creates a store
     assert reader.store.count() == 0
     procs = [subprocess.Popen([sys.executable, str(DRIVER), str(store), "-", "120", str(case / f"{n}.md")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
@@ -266,3 +283,39 @@ def test_http_mode_against_a_chroma_server(chroma_server, tmp_path, make_index):
     index.close()
     other = make_index(cfg, store=tmp_path / "store")  # a new client sees the same collection
     assert other.store.count() == len(other.registry.chunk_ids())
+
+
+def test_two_store_folders_on_one_server_collection(chroma_server, tmp_path, make_index):
+    """The collection records its owner: a second store folder is refused, naming both (issue 15)."""
+    cfg = dataclasses.replace(CFG, store=dataclasses.replace(CFG.store, mode="http", host="127.0.0.1",
+                                                            port=chroma_server, collection="pp-owned"))
+    folder = tmp_path / "docs"
+    write_docs(folder, V1)
+    first = make_index(cfg, store=tmp_path / "store-a")
+    assert first.ingest([folder], show_progress=False).indexed == 3
+    n = first.store.count()
+    other_docs = tmp_path / "other"
+    write_docs(other_docs, {"new": V2["new"]})
+    second = make_index(cfg, store=tmp_path / "store-b")
+    with pytest.raises(StoreError) as err:
+        second.ingest([other_docs], show_progress=False)
+    msg = str(err.value)
+    assert str((tmp_path / "store-a").resolve()) in msg and str((tmp_path / "store-b").resolve()) in msg
+    assert "pp-owned" in msg and "store.collection" in msg
+    chk = cli("check", "--repair", "--store", str(tmp_path / "store-b"), "--config", str(_http_yaml(tmp_path, cfg)))
+    assert chk.returncode == 1 and "belongs to the store" in chk.stderr and "Traceback" not in chk.stderr
+    # nothing of the first store's was touched
+    assert first.store.count() == n and first.check().ok
+    (s,) = Retriever(first).retrieve("topic C0", k=1)
+    assert (s.doc_id, s.title) == ("one", "C")
+    # its own collection works
+    own = dataclasses.replace(cfg, store=dataclasses.replace(cfg.store, collection="pp-owned-b"))
+    assert make_index(own, store=tmp_path / "store-b").ingest([other_docs], show_progress=False).indexed == 1
+
+
+def _http_yaml(tmp_path: Path, cfg: ProxyPointerConfig) -> Path:
+    path = tmp_path / "http.yaml"
+    s = cfg.store
+    path.write_text(f"store:\n  mode: http\n  host: {s.host}\n  port: {s.port}\n  collection: {s.collection}\n",
+                    encoding="utf-8")
+    return path

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from proxypointer.pipeline import Index
+from proxypointer.readers import read_document
 from proxypointer.retrieval import Retriever
-from proxypointer.tree import read_document
 
 pytestmark = pytest.mark.integration
 

@@ -167,7 +167,8 @@ def test_write_routes_with_allow_write(tmp_path):
     for f in DATA.glob("*.md"):
         (corpus / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
     store = tmp_path / "store"
-    Index(store, ProxyPointerConfig(), HashingEmbedder()).close()
+    with Index(store, ProxyPointerConfig(), HashingEmbedder()) as index:
+        index.ingest([], show_progress=False)  # only an ingest creates a store
     with Server([str(store), "http", "--allow-write", "--root", str(corpus)]) as srv:
         srv.wait_ready()
         assert httpx.post(srv.url + "/ingest", json={"paths": [str(DATA)]}).status_code == 403

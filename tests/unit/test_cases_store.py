@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.readers import read_document
 from proxypointer.retrieval import Retriever
-from proxypointer.tree import read_document, slice_lines, split_lines
+from proxypointer.tree import slice_lines, split_lines
 
 SCALAR = (str, int, float, bool)
 
@@ -126,6 +127,7 @@ def case21_input(cases_dir, tmp_path_factory):
 @pytest.mark.integration  # 6,000 sections: about a minute
 def test_case21_more_chunks_than_max_batch(case21_input, make_index, monkeypatch, fake_embedder):
     index = make_index()
+    index.ingest([], show_progress=False)  # create the store, so that its collection can be spied on
     limit = index.store.max_batch
     sizes: list[int] = []
     real = type(index.store.collection).upsert
@@ -186,6 +188,8 @@ def test_case22_reingest_is_idempotent(cases_dir, tmp_path, make_index, caplog):
 def test_case26_two_writers_one_store_serialised(cases_dir, tmp_path, make_index):
     case = cases_dir / "26-concurrent-writers"
     store = tmp_path / "shared-store"
+    with make_index(store=store) as creator:  # only ingest creates a store (closed: see case 26)
+        creator.ingest([], show_progress=False)
     reader = make_index(store=store)
     assert reader.store.count() == 0  # opened before the writes
     make_index(store=store).ingest([case / "a.md"], show_progress=False)

@@ -6,8 +6,9 @@ import pytest
 
 from proxypointer.chunking import breadcrumb_text, chunk_document, is_noise_title, normalise_title
 from proxypointer.config import ChunkingConfig
+from proxypointer.readers import read_document
 from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, read_document, split_lines
+from proxypointer.tree import build_tree, split_lines
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ import pytest
 
 from proxypointer.chunking import chunk_document
 from proxypointer.datauri import data_uri_edits, replace_data_uris
+from proxypointer.readers import read_document
 from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, read_document, slice_lines, split_lines
+from proxypointer.tree import build_tree, slice_lines, split_lines
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/=]{101,}")
 PAYLOAD = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg" * 8

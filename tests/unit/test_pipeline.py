@@ -10,9 +10,10 @@ import pytest
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
 from proxypointer.errors import LockError, StoreError
 from proxypointer.pipeline import Index
+from proxypointer.readers import read_document
 from proxypointer.registry import encode_record
 from proxypointer.retrieval import Retriever
-from proxypointer.tree import read_document, slice_lines, split_lines
+from proxypointer.tree import slice_lines, split_lines
 
 SMALL = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
 
@@ -87,7 +88,7 @@ def test_unchanged_documents_cost_no_parsing_and_no_embedding(tmp_path, make_ind
     ids = set(index.store.all_ids())
     n_calls = len(fake_embedder.calls)
 
-    import proxypointer.pipeline as pl
+    import proxypointer.ingest as pl
 
     def boom(*a, **k):
         raise AssertionError("an unchanged document was parsed or chunked")
@@ -446,10 +447,13 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path, make_index):
     with FileLock(str(index.root / "write.lock")):
         with pytest.raises(LockError, match=r"write\.lock: another process is writing"):
             index.ingest([src], show_progress=False)
-        with pytest.raises(LockError):
-            index.delete(["doc"])
     assert isinstance(LockError("x"), StoreError)
     assert index.ingest([src], show_progress=False).indexed == 1
+    with FileLock(str(index.root / "write.lock")):
+        for write in (lambda: index.delete(["doc"]), lambda: index.check(), lambda: index.ingest([src])):
+            with pytest.raises(LockError):
+                write()
+    assert index.registry.get("doc") is not None
 
 
 def test_reader_reopens_chroma_after_another_writer(tmp_path, make_index, fake_embedder):
@@ -482,11 +486,15 @@ def test_ingest_report_counts(tmp_path, make_index):
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\n## One\n\nfirst\n", encoding="utf-8")
     (docs / "empty.md").write_text("", encoding="utf-8")
+    (docs / "blank.md").write_text(" \n\t\n", encoding="utf-8")
     index = make_index()
     rep = index.ingest([docs, tmp_path / "missing"], show_progress=False)
-    assert rep.documents == 2 and rep.indexed == 1
-    assert sorted(Path(p).name for p, _ in rep.failed) == ["empty.md", "missing"]
+    assert rep.documents == 3 and rep.indexed == 1
+    assert [Path(p).name for p, _ in rep.failed] == ["missing"]
+    assert sorted(Path(p).name for p, _ in rep.notes) == ["blank.md", "empty.md"]  # skipped, not failed
+    assert all("empty document (no text); skipped" in m for _, m in rep.notes)
     assert "documents" in rep.summary() and rep.to_dict()["indexed"] == 1
+    assert rep.to_dict()["notes"][0]["path"].endswith("blank.md")
 
 
 def _three_docs(tmp_path):
@@ -499,6 +507,7 @@ def _three_docs(tmp_path):
 
 
 def _spy_upserts(index, monkeypatch, refuse_prefix=None):
+    index.ingest([], show_progress=False)  # create the store, so that its collection can be spied on
     calls: list[list[str]] = []
     real = type(index.store.collection).upsert
 
@@ -534,3 +543,34 @@ def test_a_refused_group_write_fails_only_the_document_at_fault(tmp_path, make_i
     monkeypatch.undo()
     rep = index.ingest([tmp_path / "docs"], show_progress=False)
     assert (rep.indexed, rep.unchanged, rep.failed) == (1, 2, [])
+
+
+# -- a store folder that does not exist ----------------------------------------------------
+def test_only_ingest_creates_a_store(tmp_path, make_index):
+    from proxypointer.errors import StoreNotFoundError
+
+    missing = tmp_path / "typo-store"
+    expected = f"{missing}: no proxypointer store here; run `proxypointer ingest` first"
+    with pytest.raises(StoreNotFoundError) as err:
+        Index.open(missing)
+    assert str(err.value) == expected and isinstance(err.value, StoreError)
+    index = make_index(store=missing)
+    for use in (index.status, index.check, lambda: index.delete(["a"]), index.repair, index.fill_records,
+                lambda: index.store, lambda: Retriever(index).retrieve("anything", k=1)):
+        with pytest.raises(StoreNotFoundError, match="no proxypointer store here"):
+            use()
+    assert not missing.exists()  # nothing left behind
+    index.ingest([], show_progress=False)
+    assert Index.open(missing).status()["documents"] == 0 and index.check().ok
+
+
+def test_cli_status_check_delete_on_a_missing_store(tmp_path, capsys):
+    from proxypointer import cli
+
+    missing = tmp_path / "nope"
+    for argv in (["status"], ["check"], ["check", "--repair"], ["delete", "x"], ["status", "--json"]):
+        assert cli.main([*argv, "--store", str(missing)]) == 1
+        out, err = capsys.readouterr()
+        assert err == f"error: {missing}: no proxypointer store here; run `proxypointer ingest` first\n"
+        assert out == ""
+    assert not missing.exists()

@@ -301,7 +301,7 @@ def test_find_label_in_query_without_a_label(query):
 
 
 def test_credit_agreement_references_resolve(shared_dir):
-    from proxypointer.tree import read_document
+    from proxypointer.readers import read_document
 
     path = shared_dir / "bench" / "long_docs" / "credit_agreements" / "Emerson.md"
     if not path.is_file():

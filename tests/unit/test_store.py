@@ -108,3 +108,116 @@ def test_missing_token_env_is_a_config_error(tmp_path, monkeypatch):
     cfg = dataclasses.replace(StoreConfig(), mode="http", token_env="PP_TEST_TOKEN")
     with pytest.raises(ConfigError, match="PP_TEST_TOKEN"):
         ChromaStore(cfg, tmp_path).count()
+
+
+def test_only_chromas_own_failures_become_store_errors(store, monkeypatch):
+    import httpx
+    from chromadb.errors import InternalError
+
+    store.add([chunk(1)], vecs(1), "/x/d.md")
+    cls = type(store.collection)
+    for err in (InternalError("disk full"), ValueError("bad metadata"), Exception("502 Bad Gateway"),
+                httpx.ConnectError("refused"), ConnectionResetError("reset")):
+        monkeypatch.setattr(cls, "upsert", lambda self, _e=err, **kw: (_ for _ in ()).throw(_e))
+        with pytest.raises(StoreError, match=r"^/x/d\.md: Chroma refused a write"):
+            store.add([chunk(2)], vecs(1), "/x/d.md")
+    # a bug of ours (or a programming error anywhere) is not dressed up as a Chroma refusal
+    for bug in (AttributeError("'NoneType' object has no attribute 'x'"), KeyError("doc_id"), TypeError("bad")):
+        monkeypatch.setattr(cls, "upsert", lambda self, _e=bug, **kw: (_ for _ in ()).throw(_e))
+        with pytest.raises(type(bug)):
+            store.add([chunk(2)], vecs(1), "/x/d.md")
+        monkeypatch.setattr(cls, "get", lambda self, _e=bug, **kw: (_ for _ in ()).throw(_e))
+        with pytest.raises(type(bug)):
+            store.all_ids()
+    monkeypatch.undo()
+    assert store.count() == 1
+
+
+def test_a_collection_records_its_owner_and_refuses_another_store(tmp_path):
+    from proxypointer.store import OWNER_ID_KEY, OWNER_PATH_KEY
+
+    a = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=("id-a", "/stores/a"))
+    a.add([chunk(1)], vecs(1), "/x/d.md")
+    assert (a.collection.metadata[OWNER_ID_KEY], a.collection.metadata[OWNER_PATH_KEY]) == ("id-a", "/stores/a")
+    a.close()
+    b = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=("id-b", "/stores/b"))
+    with pytest.raises(StoreError) as err:
+        b.count()
+    msg = str(err.value)
+    assert "belongs to the store /stores/a" in msg and "(/stores/b)" in msg and "store.collection" in msg
+    b.close()
+    reader = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=None)  # a store with no id yet
+    with pytest.raises(StoreError, match="belongs to the store /stores/a"):
+        reader.count()
+    reader.close()
+    same = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=("id-a", "/stores/a"))
+    assert same.count() == 1
+    same.close()
+    # the same folder re-created (new id, same path) takes its collection over
+    again = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=("id-a2", "/stores/a"))
+    assert again.count() == 1 and again.collection.metadata[OWNER_ID_KEY] == "id-a2"
+    again.close()
+
+
+def test_an_unmarked_collection_is_taken_only_if_empty_or_adopted(tmp_path):
+    from proxypointer.store import OWNER_ID_KEY
+
+    old = ChromaStore(StoreConfig(collection="legacy"), tmp_path)  # written before owners were marked
+    old.add([chunk(1)], vecs(1), "/x/d.md")
+    old.close()
+    stranger = ChromaStore(StoreConfig(collection="legacy"), tmp_path, owner=("id-new", "/stores/new"))
+    with pytest.raises(StoreError, match="already holds 1 chunks written by another store"):
+        stranger.count()
+    stranger.close()
+    mine = ChromaStore(StoreConfig(collection="legacy"), tmp_path, owner=("id-old", "/stores/old"), adopt=True)
+    assert mine.count() == 1 and mine.collection.metadata[OWNER_ID_KEY] == "id-old"
+    assert mine.query(3 * vecs(1)[0], 1)[0].score == pytest.approx(1.0, abs=1e-4)  # still cosine (L2 would give -3)
+    mine.close()
+    empty = ChromaStore(StoreConfig(collection="fresh-one"), tmp_path)
+    assert empty.count() == 0
+    empty.close()
+    claim = ChromaStore(StoreConfig(collection="fresh-one"), tmp_path, owner=("id-f", "/stores/f"))
+    assert claim.count() == 0 and claim.collection.metadata[OWNER_ID_KEY] == "id-f"
+    claim.close()
+
+
+def test_a_read_of_a_half_written_embedded_index_is_retried_on_a_reopened_client(store, monkeypatch):
+    """Shared case 26: another process is still writing the HNSW files a fresh reader loads."""
+    from chromadb.errors import InternalError
+
+    import proxypointer.store as store_mod
+
+    monkeypatch.setattr(store_mod, "REOPEN_PAUSES_S", (0.0, 0.0, 0.0))
+    store.add([chunk(i) for i in range(3)], vecs(3), "/x/d.md")
+    cls = type(store.collection)
+    real, calls = cls.query, []
+    half = InternalError(
+        "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk")
+
+    def flaky(self, **kw):
+        calls.append(id(self))
+        if len(calls) <= 2:
+            raise half
+        return real(self, **kw)
+
+    monkeypatch.setattr(cls, "query", flaky)
+    got = store.query_ids(vecs(3)[0], 2)
+    assert len(got) == 2 and got[0][0] == chunk(0).chunk_id
+    assert len(calls) == 3 and len(set(calls)) == 3  # each retry on a freshly opened collection
+    calls.clear()
+
+    def failing(error):
+        def query(self, **kw):
+            calls.append(id(self))
+            raise error
+        return query
+
+    monkeypatch.setattr(cls, "query", failing(half))
+    with pytest.raises(StoreError, match="query failed .*Nothing found on disk"):
+        store.query(vecs(3)[0], 2)
+    assert len(calls) == 4  # three retries, then the error
+    calls.clear()
+    monkeypatch.setattr(cls, "query", failing(InternalError("other")))
+    with pytest.raises(StoreError, match="query failed"):
+        store.query(vecs(3)[0], 2)
+    assert len(calls) == 1  # any other error: no retry

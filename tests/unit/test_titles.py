@@ -8,6 +8,7 @@ import pytest
 
 from proxypointer.chunking import chunk_document
 from proxypointer.config import DEFAULT_NOISE_TITLES, ChunkingConfig
+from proxypointer.readers import read_document
 from proxypointer.titles import (
     arabic_to_roman,
     filing_label,
@@ -25,7 +26,7 @@ from proxypointer.titles import (
     title_words,
 )
 from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, find_headings, read_document
+from proxypointer.tree import build_tree, find_headings
 
 
 def _case(cases_dir: Path, prefix: str) -> Path:

@@ -9,13 +9,13 @@ import pytest
 
 from proxypointer.config import TreeConfig
 from proxypointer.errors import StaleSourceError
+from proxypointer.readers import read_document
 from proxypointer.tree import (
     PREAMBLE_ID,
     DocumentTree,
     build_tree,
     find_headings,
     normalise_text,
-    read_document,
     slice_lines,
     split_lines,
 )

@@ -15,7 +15,7 @@ import pytest
 from property.invariants import check_tree_invariants
 
 from proxypointer.config import TreeConfig
-from proxypointer.tree import read_document
+from proxypointer.readers import read_document
 
 ALL_MODES = TreeConfig(bold_headings=True, numbered_headings=True, html_headings=True, relevel_numbered=True,
                        drop_row_headings=True, relevel_filing=True)

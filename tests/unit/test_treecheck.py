@@ -9,7 +9,8 @@ import pytest
 from proxypointer.cli import main
 from proxypointer.config import TreeConfig
 from proxypointer.errors import ConfigError, StaleSourceError
-from proxypointer.tree import build_tree, read_document, split_lines
+from proxypointer.readers import read_document
+from proxypointer.tree import build_tree, split_lines
 from proxypointer.treecheck import TreeWarning, check_tree, tree_outline, tree_to_pageindex
 
 ROOT = Path(__file__).resolve().parents[2]

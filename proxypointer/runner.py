@@ -1,0 +1,260 @@
+"""The single-process runner: every stage of ``proxypointer.ingest`` in this process.
+
+Behind ``Index.ingest``. Files are planned one at a time, each changed one parsed at once from
+the bytes just read, and chunks gathered across documents until ``batch_chunks``; then the
+group is embedded (cache first), written to Chroma together, and each document committed.
+A runner on another engine keeps the same order of stages per document and holds
+``Index.write_lock(create=True)`` for its whole run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .chunking import TokenCountCache
+from .discovery import discover
+from .errors import EmptyDocumentError, ProxyPointerError, StoreError
+from .ingest import (
+    IngestReport,
+    Pending,
+    PreparedDocument,
+    begin_documents,
+    commit_document,
+    embed_chunks,
+    parse_file,
+    plan_file,
+    write_vectors,
+)
+from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all, repair_one
+from .readers import read_bytes
+
+if TYPE_CHECKING:
+    from .pipeline import Index
+
+__all__ = ["EMBED_GROUP_BATCHES", "run_ingest"]
+
+logger = logging.getLogger(__name__)
+
+#: Forward passes (of ``embedding.batch_size`` texts) per encode call and cache transaction:
+#: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (STACK.md), the most an interruption loses.
+EMBED_GROUP_BATCHES = 8
+
+
+class _Run:
+    """State of one single-process sync: report, progress bar and the group being gathered."""
+
+    def __init__(self, index: Index, show_progress: bool, batch_chunks: int) -> None:
+        from tqdm import tqdm
+
+        self.index = index
+        self.registry = index.registry
+        self.store = index.store
+        self.batch_chunks = batch_chunks
+        self.group_size = index.config.embedding.batch_size * EMBED_GROUP_BATCHES
+        self.report = IngestReport(
+            stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0)
+        )
+        self.pending: list[tuple[Pending, PreparedDocument]] = []
+        self.n_pending = 0
+        self.docs_done = 0
+        self.bar = tqdm(total=0, desc="ingest", unit="chunk", disable=not show_progress, leave=False)
+
+    def doc_done(self, n: int = 1) -> None:
+        self.docs_done += n
+        self.bar.set_postfix_str(f"{self.docs_done}/{self.report.documents} docs", refresh=False)
+        self.bar.refresh()
+
+    def fail(self, path: str, message: str) -> None:
+        self.report.failed.append((path, message))
+        logger.info("failed: %s", message)
+
+    def add(self, pending: Pending, doc: PreparedDocument) -> None:
+        self.pending.append((pending, doc))
+        self.n_pending += len(doc.chunks)
+        self.bar.total += len(doc.chunks)
+        self.bar.refresh()
+        if self.n_pending >= self.batch_chunks:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            group, self.pending, self.n_pending = self.pending, [], 0
+            self._write(group)
+
+    def _write(self, group: list[tuple[Pending, PreparedDocument]]) -> None:
+        """Embed a group of documents, write them together, then make each one live."""
+        st = self.report.stage_seconds
+        reg, store = self.registry, self.store
+        t = time.perf_counter()
+        emb = embed_chunks(
+            [c for _, d in group for c in d.chunks],
+            self.index.embedder,
+            reg,
+            group_size=self.group_size,
+            on_progress=self.bar.update,
+        )
+        st["embedding"] += time.perf_counter() - t
+        self.report.embedded += emb.embedded
+        self.report.cached += emb.cached
+        parts: list[np.ndarray] = []
+        offset = 0
+        for _, d in group:
+            parts.append(emb.vectors[offset : offset + len(d.chunks)])
+            offset += len(d.chunks)
+        sources = [p.file.real_path for p, _ in group]
+        t = time.perf_counter()
+        begin_documents(reg, ((d, s) for (_, d), s in zip(group, sources, strict=True)))
+        st["registry"] += time.perf_counter() - t
+        t = time.perf_counter()
+        together = [(d.chunks, v, s) for (_, d), v, s in zip(group, parts, sources, strict=True) if d.chunks]
+        written = True
+        refused: ProxyPointerError | None = None
+        try:
+            write_vectors(store, together)
+        except ProxyPointerError as err:
+            written = False
+            if len(together) > 1:
+                logger.info("group write refused (%s); writing its documents one by one", err)
+            else:
+                refused = err  # one document: its own failure, no second attempt
+        st["store"] += time.perf_counter() - t
+        for (p, d), vecs, source in zip(group, parts, sources, strict=True):
+            t = time.perf_counter()
+            try:
+                if d.chunks and refused is not None:
+                    raise refused
+                if d.chunks and not written:
+                    write_vectors(store, [(d.chunks, vecs, source)])
+            except ProxyPointerError as err:
+                # Nothing of the new version is live; remove what was written (or leave it to
+                # the next run's repair if Chroma refuses that too). Vectors stay cached.
+                self.fail(p.file.path, str(err))
+                try:
+                    repair_one(reg, store, reg.get(d.doc_id))
+                except ProxyPointerError as err2:
+                    logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
+                self.doc_done()
+                continue
+            st["store"] += time.perf_counter() - t
+            t = time.perf_counter()
+            commit_document(reg, store, d, source, p.mtime, p.size)
+            st["registry"] += time.perf_counter() - t
+            self.report.indexed += 1
+            self.report.sections += d.n_sections
+            self.report.chunks += len(d.chunks)
+            self.doc_done()
+
+
+def run_ingest(
+    index: Index,
+    paths: Sequence[str | Path],
+    *,
+    prune: bool = False,
+    include_hidden: bool = False,
+    show_progress: bool = True,
+    batch_chunks: int = 512,
+) -> IngestReport:
+    """Run every stage of a sync in this process (the caller holds the write lock).
+
+    Files are planned one at a time and each changed one parsed at once from the bytes just
+    read; chunks are gathered across documents until ``batch_chunks``, then embedded, written
+    and committed together. The progress bar counts chunks (its total grows as documents are
+    chunked) and shows documents done.
+
+    Args:
+        index: The index (registry, store, embedder, config, readers).
+        paths: Files or folders.
+        prune: Also delete documents whose files are gone from the given folders, and drop
+            embedding-cache entries no live chunk uses.
+        include_hidden: Also read hidden and tool folders (see ``discovery``).
+        show_progress: Show the tqdm bar on stderr.
+        batch_chunks: Chunks gathered before one embed-and-write step.
+
+    Returns:
+        The report.
+    """
+    t0 = time.perf_counter()
+    registry, store = index.registry, index.store
+    index.check_model()
+    store.collection  # noqa: B018 - opened first: a collection another store owns stops the run here
+    repair_all(registry, store)
+    readers = index.readers
+
+    def owner_of(doc_id: str) -> str | None:
+        rec = registry.get(doc_id)
+        return rec.source_path if rec is not None and rec.version else None
+
+    found = discover(
+        paths, readers.keys(), stores=[index.root], include_hidden=include_hidden, owner_of=owner_of
+    )
+    run = _Run(index, show_progress, batch_chunks)
+    report, st = run.report, run.report.stage_seconds
+    report.failed.extend(found.failed)
+    report.documents = len(found.files) + sum(1 for p, _ in found.failed if os.path.isfile(p))
+    key = index.pipeline_key
+    tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
+    cfg = index.config
+    try:
+        for file in found.files:
+            reader = readers[file.suffix]
+            t = time.perf_counter()
+            try:
+                data = read_bytes(file.path)
+                plan = plan_file(file, data, reader, registry, key)
+            except StoreError:  # the store, not this file: stop the run
+                raise
+            except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
+                run.fail(file.path, str(err))
+                run.doc_done()
+                continue
+            finally:
+                st["read"] += time.perf_counter() - t
+            if plan is None:
+                report.unchanged += 1
+                run.doc_done()
+                continue
+            try:
+                doc = parse_file(plan, reader, key, cfg.tree, cfg.chunking, tokenizer, data=data, stage_seconds=st)
+            except EmptyDocumentError as err:
+                note = str(err)
+                if registry.get(file.doc_id) is not None:
+                    note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
+                report.notes.append((file.path, note))
+                logger.info("%s", note)
+                run.doc_done()
+                continue
+            except StoreError:
+                raise
+            except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
+                run.fail(file.path, str(err))
+                run.doc_done()
+                continue
+            report.notes.extend((file.path, w) for w in doc.warnings)
+            run.add(plan, doc)
+        run.flush()
+    finally:
+        run.bar.close()
+    if prune:
+        present = {f.doc_id for f in found.files}
+        report.deleted = prune_missing(registry, store, found.roots, present)
+    t = time.perf_counter()
+    try:
+        fill_records(registry, store)
+    except ProxyPointerError as err:  # only a speed-up for queries: never fail the run on it
+        logger.warning("could not copy chunk records into the registry (%s); the next run tries again", err)
+    st["store"] += time.perf_counter() - t
+    t = time.perf_counter()
+    registry.prune_sources()
+    if prune:
+        report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
+    st["registry"] += time.perf_counter() - t
+    report.seconds = time.perf_counter() - t0
+    logger.info("%s", report.summary())
+    return report
