@@ -21,6 +21,7 @@ __all__ = [
     "ChunkingConfig",
     "EmbeddingConfig",
     "LLMConfig",
+    "PDFConfig",
     "PagesConfig",
     "ProxyPointerConfig",
     "RetrievalConfig",
@@ -411,6 +412,39 @@ class PagesConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PDFConfig:
+    """PDF -> markdown conversion (optional extra ``pdf``; see ``pdf.py``).
+
+    Attributes:
+        converter: ``opendataloader`` (opendataloader-pdf, Apache-2.0, needs Java 11+).
+        workers: Converter processes at once (one JVM each), each converting a list of files.
+        table_method: opendataloader's ``--table-method``: ``default`` (border-based) or
+            ``cluster`` (border + text clustering).
+        markdown_with_html: Write complex tables as HTML inside the markdown.
+        include_header_footer: Keep running page headers and footers (off: left out).
+        use_struct_tree: Use the PDF's tags (tagged PDFs) for reading order and structure.
+    """
+
+    converter: str = "opendataloader"
+    workers: int = 1
+    table_method: str = "default"
+    markdown_with_html: bool = False
+    include_header_footer: bool = False
+    use_struct_tree: bool = False
+
+    def __post_init__(self) -> None:
+        _check(
+            self.converter == "opendataloader", "pdf.converter", f"expected 'opendataloader', got {self.converter!r}"
+        )
+        _check(self.workers >= 1, "pdf.workers", f"expected an int >= 1, got {self.workers}")
+        _check(
+            self.table_method in ("default", "cluster"),
+            "pdf.table_method",
+            f"expected 'default' or 'cluster', got {self.table_method!r}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProxyPointerConfig:
     """The whole configuration, one frozen section per stage."""
 
@@ -421,6 +455,7 @@ class ProxyPointerConfig:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     pages: PagesConfig = field(default_factory=PagesConfig)
+    pdf: PDFConfig = field(default_factory=PDFConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
