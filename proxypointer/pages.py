@@ -252,11 +252,11 @@ class PageMap:
             raise IndexError(f"lines {start_line}..{end_line} outside 1..{len(self.line_pages)}")
         if not self.marker_lines:
             return None
-        pages = self.line_pages
+        pages, blank = self.line_pages, self._blank or (False,) * len(self.line_pages)
         content = [
             pages[i - 1]
             for i in range(start_line, end_line + 1)
-            if pages[i - 1] > 0 and i not in self.marker_lines and not self._blank[i - 1]
+            if pages[i - 1] > 0 and i not in self.marker_lines and not blank[i - 1]
         ]
         if not content:
             content = [

@@ -231,6 +231,7 @@ ODL_SEPARATOR = "<!-- page %page-number% -->"
 _JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')
 _FILE_NAME = re.compile(r"File name: (.*?(\d{5})\.pdf)\s*$")
 _ERROR = re.compile(r"Error: .*?'(?:[^']*/)?(\d{5})\.pdf'(.*)$")
+_CREATED = re.compile(r"Created .*?(\d{5})\.md\s*$")
 
 
 def _odl_message(path: Path, detail: str) -> str:
@@ -435,28 +436,37 @@ class OpenDataLoaderConverter(PDFConverter):
                 except OSError:
                     shutil.copyfile(p, link)
             pending = list(range(len(paths)))
-            exit_code, tail = 0, ""
-            for attempt in (1, 2):
-                exit_code, tail = self._run(java, jar, pending, in_dir, out_dir, paths, results, finished)
+            while pending:
+                code, tail, created, current = self._run(java, jar, pending, in_dir, out_dir, paths, results, finished)
                 for i in pending:
                     md = out_dir / f"{i:05d}.md"
-                    if results[i] is None and md.is_file():
+                    # A JVM that died while writing leaves a partial file: after a non-zero exit
+                    # only the files it logged as "Created" count.
+                    if results[i] is None and md.is_file() and (code == 0 or i in created):
                         results[i] = _read_output(md, paths[i])
-                pending = [i for i in pending if results[i] is None]
-                if not pending:
+                left = [i for i in pending if results[i] is None]
+                if not left:
                     break
-                if attempt == 1:
-                    logger.warning(
-                        "opendataloader-pdf stopped (exit code %s) before %d file(s); retrying them in a new JVM: %s",
-                        exit_code,
-                        len(pending),
-                        tail,
-                    )
-            for i in pending:
-                results[i] = DocumentError(
-                    f"{paths[i]}: opendataloader-pdf stopped before converting it (exit code {exit_code}: {tail}); "
-                    f"convert it alone with `proxypointer -v convert {paths[i]}` to see why"
+                if current is None or current not in left:  # it stopped before starting a file
+                    for i in left:
+                        results[i] = DocumentError(
+                            f"{paths[i]}: opendataloader-pdf stopped before converting it (exit code {code}: "
+                            f"{tail}); convert it alone with `proxypointer -v convert {paths[i]}` to see why"
+                        )
+                    break
+                # The JVM died on `current` (out of memory, a crash): that file fails, the files
+                # after it get a new JVM.
+                results[current] = DocumentError(
+                    f"{paths[current]}: opendataloader-pdf crashed on this file (exit code {code}: {tail}); "
+                    f"convert it alone with `proxypointer -v convert {paths[current]}` to see why"
                 )
+                pending = [i for i in left if i != current]
+                if pending:
+                    logger.warning(
+                        "opendataloader-pdf crashed on %s; converting the %d file(s) after it in a new JVM",
+                        paths[current],
+                        len(pending),
+                    )
         for i in range(len(paths)):
             finished(i)
         return [r if r is not None else DocumentError(f"{paths[k]}: not converted") for k, r in enumerate(results)]
@@ -471,15 +481,20 @@ class OpenDataLoaderConverter(PDFConverter):
         paths: Sequence[Path],
         results: list[str | DocumentError | None],
         finished: FileDone,
-    ) -> tuple[int, str]:
-        """One JVM over the files at ``indices``; returns (exit code, last log line).
+    ) -> tuple[int, str, set[int], int | None]:
+        """One JVM over the files at ``indices``.
 
-        The CLI logs ``File name: <path>`` as it starts each file (so the one before is done)
-        and prints ``Error: '<name>' ...`` for a file it rejects; both fill in as the run goes.
+        The CLI logs ``File name: <path>`` as it starts each file (so the one before is done),
+        ``Created <out>.md`` when a file is written, and prints ``Error: '<name>' ...`` for a
+        file it rejects; all are read as the run goes.
+
+        Returns:
+            Exit code, last log line, indices of the files logged as written, index of the
+            last file started (None: none was).
         """
         cmd = self._command(java, jar, [str(in_dir / f"{i:05d}.pdf") for i in indices], out_dir)
         logger.debug("running opendataloader-pdf on %d file(s): %s", len(indices), " ".join(cmd[:8]))
-        tail, current = "", None
+        tail, current, created = "", None, set()
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
@@ -501,6 +516,9 @@ class OpenDataLoaderConverter(PDFConverter):
                     if i < len(results) and results[i] is None:
                         results[i] = DocumentError(_odl_message(paths[i], err.group(2)))
                     continue
+                wrote = _CREATED.search(line)
+                if wrote:
+                    created.add(int(wrote.group(1)))
                 start = _FILE_NAME.search(line)
                 if start:
                     if current is not None:
@@ -512,7 +530,7 @@ class OpenDataLoaderConverter(PDFConverter):
             if proc.poll() is None:  # interrupted: never leave the JVM running
                 proc.kill()
                 proc.wait()
-        return code, tail[:300]
+        return code, tail[:300], created, current
 
 
 def converter_from_config(config: PDFConfig) -> PDFConverter:

@@ -266,3 +266,55 @@ def test_importing_pdf_and_pages_loads_no_converter():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+FAKE_JAVA = r'''#!{python}
+"""Stands in for `java -jar opendataloader-pdf-cli.jar`: logs and writes as the CLI does."""
+import os, sys
+args = sys.argv[1:]
+if args == ["-version"]:
+    print('openjdk version "17.0.2" 2022-01-18', file=sys.stderr)
+    sys.exit(0)
+rest = args[args.index("-jar") + 2:]
+inputs = rest[: rest.index("--output-dir")]
+out = rest[rest.index("--output-dir") + 1]
+code = 0
+for path in inputs:
+    name = os.path.basename(path)
+    stem = name[:-4]
+    target = os.path.basename(os.path.realpath(path))
+    print(f"INFO: File name: {os.path.abspath(path)}", file=sys.stderr, flush=True)
+    if "locked" in target:
+        print(f"Error: '{name}' is password-protected. Use --password option.", flush=True)
+        code = 1
+        continue
+    with open(os.path.join(out, stem + ".md"), "w") as f:
+        if "crash" in target:
+            f.write("<!-- page 1 -->\n\npartial")
+            print("Exception in thread main java.lang.OutOfMemoryError: Java heap space", file=sys.stderr)
+            sys.exit(1)
+        f.write(f"<!-- page 1 -->\n\n# {target}\n\ntext\n")
+    print(f"INFO: Created {os.path.join(out, stem + '.md')}", file=sys.stderr, flush=True)
+sys.exit(code)
+'''
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a script stands in for java")
+def test_jvm_log_is_read_a_crash_is_retried_and_partial_output_refused(tmp_path, monkeypatch):
+    fake = tmp_path / "java"
+    fake.write_text(FAKE_JAVA.replace("{python}", sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(OpenDataLoaderConverter, "_jar", lambda self: tmp_path / "cli.jar")
+    names = ["a.pdf", "crash.pdf", "b.pdf", "locked.pdf"]
+    files = [write_report(tmp_path / n, REPORT_PAGES[:1]) for n in names]
+    done: list[int] = []
+    conv = OpenDataLoaderConverter(java=str(fake))
+    results = conv.convert_group(files, done.append)
+    assert sorted(done) == [0, 1, 2, 3]  # each file reported once
+    assert "# a.pdf" in results[0] and "# b.pdf" in results[2]  # b: converted by a new JVM
+    assert isinstance(results[1], DocumentError) and "crashed on this file" in str(results[1])
+    assert str(results[1]).startswith(f"{files[1]}: ")
+    assert isinstance(results[3], DocumentError) and "encrypted" in str(results[3])
+    batch = convert_pdfs(files, conv, workers=2)
+    assert [c.path.name for c in batch.converted] == ["a.pdf", "b.pdf"]
+    assert [f.path.name for f in batch.failed] == ["crash.pdf", "locked.pdf"]
