@@ -706,7 +706,8 @@ def convert_pdfs(
     """Convert many PDFs, ``workers`` converter runs in parallel; bad files do not stop the rest.
 
     Args:
-        paths: PDF files (see :func:`find_pdfs` for folders). Duplicates are converted once.
+        paths: PDF files or folders (searched recursively, see :func:`find_pdfs`); a file
+            given twice is converted once.
         converter: The converter; default :class:`OpenDataLoaderConverter` with its defaults.
         workers: Converter processes at once (one JVM each for opendataloader-pdf), each
             converting a list of files balanced by page count; >= 1.
