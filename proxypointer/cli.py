@@ -1,4 +1,4 @@
-"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval | serve``.
+"""Command line: ``proxypointer ingest | query | ask | tree | status | delete | check | eval | convert | serve``.
 
 A thin front end over the public API and the only module that prints. Exit codes: 0 ok,
 1 a ProxyPointerError or a file that failed (one line on stderr; traceback with ``-v``),
@@ -134,7 +134,27 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_args(p)
     _add_eval_parser(sub, common)
     _add_serve_parser(sub, common)
+    _add_convert_parser(sub, common)
     return parser
+
+
+def _add_convert_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    p = sub.add_parser(
+        "convert",
+        parents=[common],
+        help="convert PDFs to markdown with a page marker per page, for inspection (needs the pdf extra)",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="PDF files or folders (recursive *.pdf)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output .md file (one PDF) or folder (keeps the layout of given folders); default: beside each PDF",
+    )
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="converter processes at once, one JVM each (default: pdf.workers)"
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML config (its pdf: section)")
 
 
 def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
@@ -592,6 +612,59 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert_targets(args: argparse.Namespace) -> list[tuple[Path, Path]]:
+    """(PDF, output .md) pairs for `convert`; refuses two PDFs writing one file."""
+    from .errors import ConfigError
+    from .pdf import find_pdfs
+
+    pairs: list[tuple[Path, Path]] = []
+    out = Path(args.output) if args.output else None
+    for given in args.paths:
+        root = Path(given)
+        for pdf in find_pdfs([root]):
+            if out is None:
+                target = pdf.with_suffix(".md")
+            elif out.suffix.lower() == ".md":
+                target = out
+            else:
+                rel = pdf.relative_to(root) if root.is_dir() else Path(pdf.name)
+                target = out / rel.with_suffix(".md")
+            pairs.append((pdf, target))
+    seen: dict[Path, Path] = {}
+    for pdf, target in pairs:
+        if target in seen and seen[target] != pdf:
+            raise ConfigError(f"{target}: both {seen[target]} and {pdf} would be written here; give -o a folder")
+        seen[target] = pdf
+    return pairs
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .pdf import convert_pdfs, converter_from_config
+
+    cfg = load_config(args.config).pdf
+    workers = args.workers if args.workers is not None else cfg.workers
+    if workers < 1:
+        print(f"error: --workers: expected an int >= 1, got {workers}", file=sys.stderr)
+        return 2
+    pairs = _convert_targets(args)
+    if not pairs:
+        print("error: no PDF files found in the given paths", file=sys.stderr)
+        return 1
+    converter = converter_from_config(cfg)
+    batch = convert_pdfs([p for p, _ in pairs], converter, workers=workers, show_progress=not args.quiet)
+    targets = dict(pairs)
+    for doc in batch.converted:
+        target = targets[doc.path]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(doc.markdown, encoding="utf-8")
+        print(f"wrote {target} ({doc.page_count} pages, {len(doc.pages.line_pages)} lines)")
+    for failed in batch.failed:
+        print(f"error: {failed.message}", file=sys.stderr)
+    print(batch.summary())
+    return 1 if batch.failed else 0
+
+
 _COMMANDS = {
     "ingest": _cmd_ingest,
     "query": _cmd_query,
@@ -602,6 +675,7 @@ _COMMANDS = {
     "ask": _cmd_ask,
     "eval": _cmd_eval,
     "serve": _cmd_serve,
+    "convert": _cmd_convert,
 }
 
 

@@ -17,9 +17,12 @@ from .errors import ConfigError
 
 __all__ = [
     "DEFAULT_NOISE_TITLES",
+    "PAGE_STYLES",
     "ChunkingConfig",
     "EmbeddingConfig",
     "LLMConfig",
+    "PDFConfig",
+    "PagesConfig",
     "ProxyPointerConfig",
     "RetrievalConfig",
     "ServeConfig",
@@ -352,6 +355,105 @@ class LLMConfig:
         return bool(self.base_url and self.model)
 
 
+#: Page-marker styles ``pages.style`` accepts besides ``auto``, ``none`` and ``custom``; the
+#: same names as ``pages.BUILTIN_STYLES`` (a test keeps the two in step).
+PAGE_STYLES: tuple[str, ...] = (
+    "opendataloader",
+    "marker",
+    "pymupdf4llm",
+    "pymupdf4llm-layout",
+    "docling",
+    "llamaparse",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PagesConfig:
+    """Page markers in markdown: which PDF page each line came from (see ``pages.py``).
+
+    Attributes:
+        style: ``auto`` (detect the markers of opendataloader-pdf, marker, pymupdf4llm,
+            docling; never a bare ``---``), ``none`` (ignore page markers), one of those
+            names or ``llamaparse`` (its ``---`` separator: only when chosen here), or
+            ``custom`` (use ``marker``).
+        marker: A custom page marker: a format with ``%page-number%`` or ``{page_number}``
+            (e.g. ``"[[PAGE %page-number%]]"``), or a regex matching the whole marker line
+            with the page number in group ``page`` or group 1. Setting it implies ``custom``.
+        marker_position: ``start`` (marker opens its page), ``end`` (closes it) or ``between``
+            (separator between pages, numbered with the page that follows).
+        marker_number_base: 1, or 0 when the tool numbers the first page 0.
+    """
+
+    style: str = "auto"
+    marker: str = ""
+    marker_position: str = "start"
+    marker_number_base: int = 1
+
+    def __post_init__(self) -> None:
+        names = ("auto", "none", "custom", *PAGE_STYLES)
+        _check(self.style in names, "pages.style", f"expected one of {list(names)}, got {self.style!r}")
+        _check(
+            not self.marker or self.style in ("auto", "custom"),
+            "pages.marker",
+            f"a custom marker needs pages.style: custom (or auto), got {self.style!r}",
+        )
+        _check(
+            bool(self.marker.strip()) or self.style != "custom",
+            "pages.marker",
+            "pages.style is custom but no marker is given; set pages.marker",
+        )
+        _check(
+            self.marker_position in ("start", "end", "between"),
+            "pages.marker_position",
+            f"expected start, end or between, got {self.marker_position!r}",
+        )
+        _check(
+            self.marker_number_base in (0, 1),
+            "pages.marker_number_base",
+            f"expected 0 or 1, got {self.marker_number_base}",
+        )
+        if self.marker and "%page-number%" not in self.marker and "{page_number}" not in self.marker:
+            import re
+
+            try:
+                re.compile(self.marker.strip())
+            except re.error as err:
+                raise ConfigError(f"pages.marker: invalid regular expression {self.marker!r} ({err})") from err
+
+
+@dataclass(frozen=True, slots=True)
+class PDFConfig:
+    """PDF -> markdown conversion (optional extra ``pdf``; see ``pdf.py``).
+
+    Attributes:
+        converter: ``opendataloader`` (opendataloader-pdf, Apache-2.0, needs Java 11+).
+        workers: Converter processes at once (one JVM each), each converting a list of files.
+        table_method: opendataloader's ``--table-method``: ``default`` (border-based) or
+            ``cluster`` (border + text clustering).
+        markdown_with_html: Write complex tables as HTML inside the markdown.
+        include_header_footer: Keep running page headers and footers (off: left out).
+        use_struct_tree: Use the PDF's tags (tagged PDFs) for reading order and structure.
+    """
+
+    converter: str = "opendataloader"
+    workers: int = 1
+    table_method: str = "default"
+    markdown_with_html: bool = False
+    include_header_footer: bool = False
+    use_struct_tree: bool = False
+
+    def __post_init__(self) -> None:
+        _check(
+            self.converter == "opendataloader", "pdf.converter", f"expected 'opendataloader', got {self.converter!r}"
+        )
+        _check(self.workers >= 1, "pdf.workers", f"expected an int >= 1, got {self.workers}")
+        _check(
+            self.table_method in ("default", "cluster"),
+            "pdf.table_method",
+            f"expected 'default' or 'cluster', got {self.table_method!r}",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
     """``proxypointer serve``: where the MCP and HTTP servers listen and what a request may ask.
@@ -412,6 +514,8 @@ class ProxyPointerConfig:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    pages: PagesConfig = field(default_factory=PagesConfig)
+    pdf: PDFConfig = field(default_factory=PDFConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

@@ -1,0 +1,127 @@
+"""opendataloader-pdf for real (starts JVMs): pages, headers/footers, bad input, CLI convert."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("reportlab", reason="reportlab (dev dependency) writes the test PDFs")
+pytest.importorskip("pypdf", reason="pypdf (extra pdf) is needed")
+pytest.importorskip("opendataloader_pdf", reason="the extra is not installed: pip install -e '.[pdf]'")
+if shutil.which("java") is None:
+    pytest.skip("Java not found: opendataloader-pdf needs a Java 11+ runtime", allow_module_level=True)
+
+from pdfdocs import (  # noqa: E402
+    HEADER,
+    REPORT_PAGES,
+    write_encrypted,
+    write_report,
+    write_scanned,
+    write_truncated,
+    write_zero_pages,
+)
+
+from proxypointer.cli import main  # noqa: E402
+from proxypointer.config import TreeConfig  # noqa: E402
+from proxypointer.pdf import OpenDataLoaderConverter, convert_pdf, convert_pdfs  # noqa: E402
+from proxypointer.tree import build_tree  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    return write_report(tmp_path_factory.mktemp("pdf") / "report.pdf")
+
+
+@pytest.fixture(scope="module")
+def converted(report):
+    return convert_pdf(report)
+
+
+def _line(doc, text: str) -> int:
+    return next(i for i, ln in enumerate(doc.markdown.splitlines(), 1) if text in ln)
+
+
+def test_every_line_knows_its_page(converted):
+    doc = converted
+    assert doc.converter == "opendataloader-pdf" and doc.converter_version
+    assert doc.page_count == 3 and doc.pages.page_count == 3
+    assert doc.pages.style == "opendataloader"
+    assert doc.pages.page_of(_line(doc, "Acme makes anvils")) == 1
+    assert doc.pages.page_of(_line(doc, "Rocket skates")) == 2
+    assert doc.pages.page_of(_line(doc, "Net income was five million")) == 3
+
+
+def test_sections_of_the_tree_get_the_right_pages(converted):
+    doc = converted
+    tree = build_tree(doc.markdown, "report", TreeConfig())
+    by_title = {n.title: n for n in tree.nodes}
+    risk, fin = by_title["Risk Factors"], by_title["Financial Statements"]
+    assert doc.markdown.splitlines()[fin.start_line - 1].startswith("#")
+    # a section starting mid-page and spanning two pages with its own text (no subsection)
+    assert not [n for n in tree.nodes if n.parent_id == risk.node_id]
+    assert doc.pages.page_of(risk.start_line) == 1
+    assert doc.pages.page_range(risk.start_line, risk.end_line) == (1, 2)
+    # a heading at the top of a page: the heading line is on that page, not the one before
+    assert doc.pages.page_of(fin.start_line) == 3
+    assert doc.pages.page_range(fin.start_line, fin.end_line) == (3, 3)
+    assert doc.pages.page_range(by_title["Business Overview"].start_line, by_title["Business Overview"].end_line) == (
+        1,
+        1,
+    )
+
+
+def test_headers_and_footers_are_left_out(converted, report):
+    assert HEADER not in converted.markdown
+    lines = converted.markdown.splitlines()
+    content = [ln.strip() for i, ln in enumerate(lines, 1) if i not in converted.pages.marker_lines]
+    assert not any(ln in ("1", "2", "3") for ln in content)  # the page-number footers
+    kept = convert_pdf(report, OpenDataLoaderConverter(include_header_footer=True))
+    assert HEADER in kept.markdown
+    assert kept.key != converted.key
+
+
+def test_output_is_deterministic(report, converted):
+    again = convert_pdf(report)
+    assert again.markdown == converted.markdown and again.key == converted.key
+
+
+def test_bad_files_fail_alone_in_a_parallel_batch(tmp_path, report):
+    same_name = tmp_path / "b" / "report.pdf"  # same file name as the good one, other folder
+    same_name.parent.mkdir()
+    write_report(same_name, REPORT_PAGES[2:])
+    bad = [
+        write_encrypted(tmp_path / "locked.pdf", report),
+        write_zero_pages(tmp_path / "zero.pdf"),
+        write_scanned(tmp_path / "scan.pdf"),
+        write_truncated(tmp_path / "cut.pdf", report),
+    ]
+    batch = convert_pdfs([report, *bad, same_name], workers=2)
+    assert [c.path for c in batch.converted] == [report, same_name]
+    assert "Net income" in batch.converted[1].markdown and "Acme makes anvils" not in batch.converted[1].markdown
+    messages = [f.message for f in batch.failed]
+    assert [f.path for f in batch.failed] == bad
+    assert "encrypted" in messages[0]
+    assert "no pages" in messages[1]
+    assert "no text layer" in messages[2]
+    assert "truncated or corrupt" in messages[3]
+
+
+def test_cli_convert_writes_markdown_and_exits_1_naming_the_failed_file(tmp_path, report, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(report, src / "good.pdf")
+    write_scanned(src / "scan.pdf")
+    out = tmp_path / "out"
+    code = main(["convert", str(src), "-o", str(out), "-q"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "scan.pdf" in captured.err and "no text layer" in captured.err
+    written = (out / "good.md").read_text(encoding="utf-8")
+    assert written.startswith("<!-- page 1 -->")
+    assert not (out / "scan.md").exists()
+    # one file, -o naming the output file
+    code = main(["convert", str(src / "good.pdf"), "-o", str(tmp_path / "one.md"), "-q"])
+    assert code == 0 and (tmp_path / "one.md").read_text(encoding="utf-8") == written

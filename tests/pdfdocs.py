@@ -1,0 +1,107 @@
+"""Small PDFs written inside the tests (reportlab, pypdf): a report and each kind of bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HEADER = "ACME CORP ANNUAL REPORT 2024"
+
+#: The report's pages: ("h", title) is a 18 pt bold heading, ("p", text) an 11 pt paragraph
+#: line. Page 1: a section starts mid-page (Risk Factors) and runs on through page 2; page 3
+#: opens with a heading at the very top.
+REPORT_PAGES: list[list[tuple[str, str]]] = [
+    [
+        ("h", "Business Overview"),
+        ("p", "Acme makes anvils, rockets and giant magnets for desert customers."),
+        ("p", "Revenue grew ten percent in the year to a record level."),
+        ("h", "Risk Factors"),
+        ("p", "Roadrunners are fast and our products sometimes miss."),
+        ("p", "Competition from other suppliers of desert equipment is strong."),
+    ],
+    [
+        ("p", "Risk factors continue: falling anvils may injure the operator."),
+        ("p", "Rocket skates are hard to steer on mountain roads."),
+        ("p", "Giant magnets attract more than the intended target."),
+        ("p", "Weather may delay deliveries of heavy goods across the desert."),
+    ],
+    [
+        ("h", "Financial Statements"),
+        ("p", "Net income was five million dollars, up from four million."),
+    ],
+]
+
+
+def write_report(path: Path, pages: list[list[tuple[str, str]]] | None = None) -> Path:
+    """A text PDF with a running header and a page-number footer on every page."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=letter, invariant=1)
+    for number, lines in enumerate(pages or REPORT_PAGES, 1):
+        c.setFont("Helvetica", 8)
+        c.drawString(72, 760, HEADER)
+        y = 700
+        for kind, text in lines:
+            if kind == "h":
+                c.setFont("Helvetica-Bold", 18)
+                c.drawString(72, y, text)
+                y -= 34
+            else:
+                c.setFont("Helvetica", 11)
+                c.drawString(72, y, text)
+                y -= 20
+        c.setFont("Helvetica", 8)
+        c.drawString(300, 40, str(number))
+        c.showPage()
+    c.save()
+    return path
+
+
+def write_scanned(path: Path, pages: int = 2) -> Path:
+    """Pages with only drawn shapes: no text layer, like a scan."""
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), invariant=1)
+    for k in range(pages):
+        c.rect(60 + 10 * k, 100, 300, 400, fill=1)
+        c.showPage()
+    c.save()
+    return path
+
+
+def write_encrypted(path: Path, source: Path) -> Path:
+    """``source`` with a user password ("secret"): cannot be opened without it."""
+    from pypdf import PdfWriter
+
+    w = PdfWriter(clone_from=str(source))
+    w.encrypt(user_password="secret", owner_password="owner", algorithm="RC4-128")
+    with open(path, "wb") as f:
+        w.write(f)
+    return path
+
+
+def write_owner_only(path: Path, source: Path) -> Path:
+    """``source`` encrypted with an empty user password (permissions only): opens without one."""
+    from pypdf import PdfWriter
+
+    w = PdfWriter(clone_from=str(source))
+    w.encrypt(user_password="", owner_password="owner", algorithm="RC4-128")
+    with open(path, "wb") as f:
+        w.write(f)
+    return path
+
+
+def write_zero_pages(path: Path) -> Path:
+    """A well-formed PDF with an empty page tree."""
+    from pypdf import PdfWriter
+
+    with open(path, "wb") as f:
+        PdfWriter().write(f)
+    return path
+
+
+def write_truncated(path: Path, source: Path) -> Path:
+    """The first half of ``source``: cross-reference table and trailer cut off."""
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
