@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .config import LLMConfig
 from .context import Assembler, ContextBlock
 from .conversation import Turn, contextual_query
+from .datauri import replace_data_uris
 from .errors import ConfigError, LLMError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -195,8 +196,14 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def format_block(number: int, block: ContextBlock) -> str:
-    """One prompt block: ``[n] <citation> | <breadcrumb>`` then the delivered lines' exact text."""
-    return f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{block.text}"
+    """One prompt block: ``[n] <citation> | <breadcrumb>`` then the delivered lines' text.
+
+    The text is the exact stored lines, except that inline ``data:...;base64`` payloads are
+    shown as a short placeholder (``[image: alt]``, shared case 31): the model cannot read them
+    and they would fill its context.
+    """
+    text = replace_data_uris(block.text)
+    return f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{text}"
 
 
 def format_context(blocks: Sequence[ContextBlock]) -> str:

@@ -537,3 +537,26 @@ def test_import_does_not_load_heavy_packages():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_prompt_shows_a_placeholder_for_inline_base64_images(tmp_path, make_index, cases_dir):
+    # shared case 31 ("recommended"): the model is shown the image's alt text, not its payload;
+    # the block itself keeps the exact stored lines (the pointer contract).
+    import re
+    import shutil
+
+    from proxypointer.context import Assembler
+    from proxypointer.retrieval import Retriever
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(cases_dir / "31-base64-data-uri-images" / "input.md", corpus / "site-survey.md")
+    index = make_index()
+    index.ingest([corpus], show_progress=False)
+    r = Retriever(index)
+    blocks = Assembler(r).pack(r.retrieve("How many diesel pumps are in the pump room?", k=3), 50_000)
+    photos = next(b for b in blocks if b.section.title == "Photos")
+    assert re.search(r"[A-Za-z0-9+/=]{101,}", photos.text)  # stored lines unchanged
+    shown = format_block(1, photos)
+    assert not re.search(r"[A-Za-z0-9+/=]{101,}", shown)
+    assert "Pump room" in shown and "two diesel pumps" in shown
