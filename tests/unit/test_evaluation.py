@@ -156,6 +156,28 @@ def test_load_benchmark_limit_and_errors(bench_dir, tmp_path):
         load_benchmark(bench_dir)
 
 
+def test_load_benchmark_reads_line_range_gold(bench_dir):
+    rows = [
+        {"id": "l1", "doc_id": "a", "question": "Which sections?",
+         "evidence_lines": [{"start_line": 3, "end_line": 5}, {"start_line": 9, "end_line": 9}]},
+        {"id": "l2", "doc_id": "b", "question": "Data?", "evidence_lines": [{"start_line": 5, "end_line": 5}]},
+    ]
+    (bench_dir / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    q1, q2 = load_benchmark(bench_dir).questions
+    a = load_benchmark(bench_dir).texts["a"]
+    first, last = q1.spans
+    assert a[first.start : first.end] == "## Method\n\nWe use a hashing trick."
+    assert (first.start_line, first.end_line) == (3, 5)
+    assert a[last.start : last.end] == "It works well."  # the last line, without its line end
+    assert (last.start_line, last.end_line) == (9, 9)
+    sp = q2.spans[0]
+    assert load_benchmark(bench_dir).texts["b"][sp.start : sp.end] == "Two corpora of news."
+    (bench_dir / "questions.jsonl").write_text(json.dumps(
+        {"id": "x", "doc_id": "a", "question": "q", "evidence_lines": [{"start_line": 9, "end_line": 10}]}) + "\n")
+    with pytest.raises(ConfigError, match="outside"):
+        load_benchmark(bench_dir)
+
+
 def test_qasper_spans_slice_to_their_evidence(shared_dir):
     root = shared_dir / "bench" / "qasper-dev"
     if not root.is_dir():
