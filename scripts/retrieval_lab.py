@@ -95,6 +95,9 @@ class Candidate:
         order: ``assemble`` order (``chunks`` or ``sections``).
         skip_empty: Leave out breadcrumb-only chunks (a leaf heading with no text: the chunk
             is the breadcrumb alone, so it matches any query that names the document).
+        min_text_tokens: Leave out chunks whose own text (breadcrumb excluded) has fewer word
+            pieces than this (a page number or a one-line heading section: the breadcrumb
+            dominates their vector). Implies ``skip_empty``.
         note: One line for the report.
     """
 
@@ -114,6 +117,7 @@ class Candidate:
     whole_section_tokens: int = 300
     order: str = "chunks"
     skip_empty: bool = False
+    min_text_tokens: int = 0
     note: str = ""
 
     @property
@@ -153,6 +157,13 @@ CANDIDATES: dict[str, Candidate] = {
     "q-skip-tstem-cap600": Candidate(**_Q, skip_empty=True, title_lex_weight=0.5, title_stem=True, delivery="cap",
                                      cap_tokens=600, note="quality, no breadcrumb-only, stemmed title BM25, cap 600"),
     "d-cap600": Candidate(delivery="cap", cap_tokens=600, note="default + cap delivery 600"),
+    "q-min16": Candidate(**_Q, min_text_tokens=16, note="quality, chunks under 16 text tokens left out"),
+    "q-min32": Candidate(**_Q, min_text_tokens=32, note="quality, chunks under 32 text tokens left out"),
+    "q-min16-tstem": Candidate(**_Q, min_text_tokens=16, title_lex_weight=0.5, title_stem=True,
+                               note="quality, no chunks under 16 text tokens, stemmed title BM25"),
+    "q-min16-tstem-cap600": Candidate(**_Q, min_text_tokens=16, title_lex_weight=0.5, title_stem=True,
+                                      delivery="cap", cap_tokens=600,
+                                      note="quality, no chunks under 16 text tokens, stemmed title BM25, cap 600"),
 }
 
 
@@ -186,6 +197,8 @@ class Store:
     line_tokens: dict[str, list[int]]
     lexical: LexicalIndex
     empty: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    text_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    row_of: dict[str, int] = field(default_factory=dict)
     rows_of_node: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     subtree_rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     title_lex: dict[tuple[str, bool], LexicalIndex] = field(default_factory=dict)
@@ -222,6 +235,8 @@ def load_store(name: str, bench: Benchmark, base: ProxyPointerConfig, cache: str
         st.rows_of_node.setdefault((m["doc_id"], m["node_id"]), []).append(i)
     st.rows_of_doc = {d: np.asarray(v) for d, v in by_doc.items()}
     st.empty = np.asarray([bool(h.metadata.get("empty_body")) for h in hits], dtype=bool)
+    st.text_tokens = np.asarray(embedder.tokenizer.count_batch([h.text for h in hits]), dtype=int)
+    st.row_of = {h.chunk_id: i for i, h in enumerate(hits)}
     for rows in st.rows_of_node.values():
         rows.sort(key=lambda i: int(hits[i].metadata["chunk_index"]))
     tok = embedder.tokenizer
@@ -286,10 +301,21 @@ class Lab:
         self.unfiltered = True  # corpus scope searches without a doc filter (limit_docs 0)
 
     # rankings of chunk rows -----------------------------------------------------------
+    @property
+    def _skip(self) -> bool:
+        return self.c.skip_empty or self.c.min_text_tokens > 0
+
+    def _mask(self) -> np.ndarray:
+        """True for chunk rows the candidate leaves out."""
+        key = ("mask", self.c.skip_empty, self.c.min_text_tokens)
+        if key not in self.st.refs:
+            self.st.refs[key] = self.st.empty | (self.st.text_tokens < self.c.min_text_tokens)
+        return self.st.refs[key]
+
     def _rows(self, docs: Sequence[str]) -> np.ndarray:
         rows = np.concatenate([self.st.rows_of_doc[d] for d in docs])
-        if self.c.skip_empty:
-            rows = rows[~self.st.empty[rows]]
+        if self._skip:
+            rows = rows[~self._mask()[rows]]
         return rows
 
     def _dense(self, qv: np.ndarray, docs: Sequence[str], n: int) -> list[Hit]:
@@ -300,8 +326,9 @@ class Lab:
 
     def _lexical(self, query: str, docs: Sequence[str], n: int) -> list[Hit]:
         allowed = set(docs)
-        if self.c.skip_empty:
-            keep = lambda h: h.metadata["doc_id"] in allowed and not h.metadata.get("empty_body")  # noqa: E731
+        if self._skip:
+            mask, row = self._mask(), self.st.row_of
+            keep = lambda h: h.metadata["doc_id"] in allowed and not mask[row[h.chunk_id]]  # noqa: E731
         elif len(allowed) == len(self.st.rows_of_doc):
             keep = None
         else:
@@ -310,8 +337,8 @@ class Lab:
 
     def _best_in(self, doc: str, node_id: str, qv: np.ndarray) -> Hit | None:
         rows = self.st.subtree_rows.get((doc, node_id))
-        if rows is not None and self.c.skip_empty:
-            rows = rows[~self.st.empty[rows]]
+        if rows is not None and self._skip:
+            rows = rows[~self._mask()[rows]]
         if rows is None or not len(rows):
             return None
         scores = self.st.vectors[rows] @ qv
@@ -446,7 +473,7 @@ class Lab:
         the fused path over-fetches ``3 * k_asked`` chunks, which decides which sections rank.
         """
         c = self.c
-        if c.fused or c.labels or c.skip_empty:
+        if c.fused or c.labels or self._skip:
             hits = self.ranked(query, qv_of, docs, max(50, 3 * k_asked))
             groups = rank_sections(hits, c.scoring, c.top_n, c.rrf_k)[:k]
         else:
@@ -546,7 +573,8 @@ def _gold_sections(st: Store, doc: str, spans: Sequence[EvidenceSpan]) -> list[s
     return list(dict.fromkeys(out))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, embedder: Any = None) -> dict[str, Any]:
+    """Run the candidates of ``args`` (see :func:`main`); returns the result written to ``args.out``."""
     from proxypointer.embedding import SentenceTransformerEmbedder
 
     data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
@@ -561,7 +589,7 @@ def run(args: argparse.Namespace) -> int:
     cache = args.cache or data.get("cache", ".proxypointer/eval-cache")
     cache = str(ROOT / cache) if not Path(cache).is_absolute() else cache
     names = args.candidates.split(",") if args.candidates else list(CANDIDATES)
-    emb = SentenceTransformerEmbedder(base.embedding)
+    emb = embedder or SentenceTransformerEmbedder(base.embedding)
     vc = VectorCache(Path(cache) / "vectors.sqlite", emb.name)
     queries = sorted({templates[sc].format(question=q.question, title=q.title)
                       for sc in scopes for q in bench.questions})
@@ -636,7 +664,7 @@ def run(args: argparse.Namespace) -> int:
         (out / "explain.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in explain))
     print(table)
     print(f"wrote {out}")
-    return 0
+    return result
 
 
 def summarise(values: dict, groups: list[str], ref: str, n_boot: int) -> dict[str, Any]:
@@ -694,7 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-    return run(args)
+    run(args)
+    return 0
 
 
 if __name__ == "__main__":

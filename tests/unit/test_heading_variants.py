@@ -22,11 +22,20 @@ def test_row_like_titles_are_numbers_not_words():
 def test_title_like_lines():
     assert hv.title_like("CONSOLIDATED BALANCE SHEETS")
     assert hv.title_like("Consolidated Statements of Operations")
+    assert hv.title_like("SQUARE, INC. CONSOLIDATED BALANCE SHEETS (In thousands, except share and per share data)")
+    assert not hv.title_like("(In millions, except per share data)")
     assert not hv.title_like("For the Years Ended December 31, 2020 2019 2018")  # numbers
     assert not hv.title_like("The Company records accruals for legal matters.")  # a sentence
     assert not hv.title_like("- Item 5. Market for Registrant's Common Equity")  # a list item
     assert not hv.title_like("Total")  # one word
     assert not hv.title_like("Cash and equivalents 12")  # a table row
+    assert not hv.title_like("5/7/26, 3:39 AM EX-10.1")  # a page banner
+
+
+def test_runs_of_title_like_lines_are_a_column_not_titles():
+    text = "New York\n\nNorth Carolina\n\nNorth Dakota\n\nSome text here.\n\nANNUAL REPORT SUMMARY\n\nBody.\n"
+    new, counts = hv.transform(text, drop_row_headings=False, title_lines=True)
+    assert counts["promoted"] == 1 and "## ANNUAL REPORT SUMMARY" in new
 
 
 def test_transform_keeps_every_line_and_leaves_code_alone():
@@ -38,7 +47,9 @@ def test_transform_keeps_every_line_and_leaves_code_alone():
     assert lines[2] == "## CONSOLIDATED BALANCE SHEETS"
     assert lines[4] == "Total assets $ 1,200 $ 1,100"
     assert lines[7] == "CONSOLIDATED CODE LISTING"
-    assert counts == {"dropped": 1, "promoted": 1}
+    assert counts == {"dropped": 1, "promoted": 1, "flattened": 0}
+    flat, counts = hv.transform("# A\n\n### B\n\n> ##### C\n", False, False, flatten=2)
+    assert flat.split("\n")[:3] == ["## A", "", "## B"] and counts["flattened"] == 2
 
 
 def test_variant_benchmark_keeps_gold_as_lines(tmp_path):
