@@ -64,6 +64,7 @@ logger = logging.getLogger("retrieval_lab")
 STORES: dict[str, dict[str, Any]] = {
     "c200": {"chunking": {"chunk_tokens": 200}},
     "c128": {"chunking": {"chunk_tokens": 128}},
+    "c128r": {"tree": {"relevel_numbered": True}, "chunking": {"chunk_tokens": 128}},
 }
 
 
@@ -90,7 +91,8 @@ class Candidate:
             plus an outline of its children: one line per child with its line range). The
             window is filled as ``assemble`` fills a budget, from the section's own ranked chunks
             (best first, then grown line by line), so it can hold several disjoint pieces.
-        cap_tokens: Token cap of ``cap`` delivery.
+        cap_tokens: Token cap of ``cap`` delivery: larger subtrees are not delivered whole.
+        window_tokens: Cap of the section's own text under ``cap`` delivery (0: ``cap_tokens``).
         whole_section_tokens: ``assemble`` delivers a section whole up to this many tokens.
         order: ``assemble`` order (``chunks`` or ``sections``).
         skip_empty: Leave out breadcrumb-only chunks (a leaf heading with no text: the chunk
@@ -98,6 +100,11 @@ class Candidate:
         min_text_tokens: Leave out chunks whose own text (breadcrumb excluded) has fewer word
             pieces than this (a page number or a one-line heading section: the breadcrumb
             dominates their vector). Implies ``skip_empty``.
+        route_text: What the routing BM25 reads per document: ``title`` (as the library: the
+            document title, and a title named verbatim in the query restricts the search) or
+            ``cover`` (the title and the first 60 non-blank lines: a filing's cover page, a
+            paper's title and abstract; the dense hits in the best ``routing_docs`` documents
+            are fused as a third ranking, never a restriction).
         note: One line for the report.
     """
 
@@ -114,10 +121,12 @@ class Candidate:
     labels: bool = False
     delivery: str = "subtree"
     cap_tokens: int = 600
+    window_tokens: int = 0
     whole_section_tokens: int = 300
     order: str = "chunks"
     skip_empty: bool = False
     min_text_tokens: int = 0
+    route_text: str = "title"
     note: str = ""
 
     @property
@@ -157,6 +166,47 @@ CANDIDATES: dict[str, Candidate] = {
     "q-skip-tstem-cap600": Candidate(**_Q, skip_empty=True, title_lex_weight=0.5, title_stem=True, delivery="cap",
                                      cap_tokens=600, note="quality, no breadcrumb-only, stemmed title BM25, cap 600"),
     "d-cap600": Candidate(delivery="cap", cap_tokens=600, note="default + cap delivery 600"),
+    # document routing by cover text (corpus scope)
+    "q-cover": Candidate(**_Q, route_text="cover", note="quality, routing BM25 over title + first 60 lines"),
+    "q-cover-min16-tstem-cap600": Candidate(**_Q, route_text="cover", min_text_tokens=16, title_lex_weight=0.5,
+                                            title_stem=True, delivery="cap", cap_tokens=600,
+                                            note="cover routing, no tiny chunks, stemmed title BM25, cap 600"),
+    "q-tstem-cap600": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=600,
+                                note="quality, stemmed title BM25, cap 600"),
+    "q-tstem-cap800": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=800,
+                                note="quality, stemmed title BM25, cap 800"),
+    # cap the subtree at C, the own text at W
+    "q-c1500w600": Candidate(**_Q, delivery="cap", cap_tokens=1500, window_tokens=600,
+                             note="quality; subtree whole up to 1500, else own text (window 600) + outline"),
+    "q-c1000w600": Candidate(**_Q, delivery="cap", cap_tokens=1000, window_tokens=600,
+                             note="quality; subtree whole up to 1000, else own text (window 600) + outline"),
+    "q-tstem-c1500w600": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=1500,
+                                   window_tokens=600, note="quality, stemmed title BM25, cap 1500 / window 600"),
+    # on re-levelled trees (c128r: tree.relevel_numbered, with scripts/heading_variants.py --flatten)
+    "r-quality": Candidate(**{**_Q, "store": "c128r"}, note="quality on a re-levelled tree"),
+    "r-tstem": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True,
+                         note="re-levelled tree, stemmed title BM25"),
+    "r-cover": Candidate(**{**_Q, "store": "c128r"}, route_text="cover", note="re-levelled tree, cover routing"),
+    "r-tstem-cap600": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True, delivery="cap",
+                                cap_tokens=600, note="re-levelled tree, stemmed title BM25, cap 600"),
+    "r-tstem-cap800": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True, delivery="cap",
+                                cap_tokens=800, note="re-levelled tree, stemmed title BM25, cap 800"),
+    "r-cap600": Candidate(**{**_Q, "store": "c128r"}, delivery="cap", cap_tokens=600,
+                          note="re-levelled tree, cap 600"),
+    "r-cover-tstem-cap600": Candidate(**{**_Q, "store": "c128r"}, route_text="cover", title_lex_weight=0.5,
+                                      title_stem=True, delivery="cap", cap_tokens=600,
+                                      note="re-levelled tree, cover routing, stemmed title BM25, cap 600"),
+    "r-c1500w600": Candidate(**{**_Q, "store": "c128r"}, delivery="cap", cap_tokens=1500, window_tokens=600,
+                             note="re-levelled tree, cap 1500 / window 600"),
+    "r-tstem-c1500w600": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True,
+                                   delivery="cap", cap_tokens=1500, window_tokens=600,
+                                   note="re-levelled tree, stemmed title BM25, cap 1500 / window 600"),
+    "r-cover-tstem-c1500w600": Candidate(**{**_Q, "store": "c128r"}, route_text="cover", title_lex_weight=0.5,
+                                         title_stem=True, delivery="cap", cap_tokens=1500, window_tokens=600,
+                                         note="re-levelled, cover routing, stemmed title BM25, cap 1500 / window 600"),
+    "r-min16-tstem-cap600": Candidate(**{**_Q, "store": "c128r"}, min_text_tokens=16, title_lex_weight=0.5,
+                                      title_stem=True, delivery="cap", cap_tokens=600,
+                                      note="re-levelled tree, no tiny chunks, stemmed title BM25, cap 600"),
     "q-min16": Candidate(**_Q, min_text_tokens=16, note="quality, chunks under 16 text tokens left out"),
     "q-min32": Candidate(**_Q, min_text_tokens=32, note="quality, chunks under 32 text tokens left out"),
     "q-min16-tstem": Candidate(**_Q, min_text_tokens=16, title_lex_weight=0.5, title_stem=True,
@@ -409,10 +459,19 @@ class Lab:
         if not m or (not (self.unfiltered and len(docs) == len(self.st.rows_of_doc)) and len(docs) <= m):
             return query, []
         if self._doc_titles is None:
-            self._doc_titles = LexicalIndex([Hit(d, t.title, {"doc_id": d}, 0.0) for d, t in self.st.trees.items()])
+            def text(d: str, t: DocumentTree) -> str:
+                if self.c.route_text == "title":
+                    return t.title
+                body = [x for x in self.st.lines[d] if x.strip() and not x.lstrip().startswith("<!--")]
+                return t.title + "\n" + "\n".join(body[:60])
+
+            self._doc_titles = LexicalIndex([Hit(d, text(d, t), {"doc_id": d, "title": t.title}, 0.0)
+                                             for d, t in self.st.trees.items()])
         allowed = set(docs)
         keep = lambda h: h.metadata["doc_id"] in allowed  # noqa: E731
-        best = [(h.metadata["doc_id"], h.text) for h in self._doc_titles.search(query, m, keep)]
+        best = [(h.metadata["doc_id"], h.metadata["title"]) for h in self._doc_titles.search(query, m, keep)]
+        if self.c.route_text != "title":
+            return query, [d for d, _ in best]
         norm = lambda s: re.sub(r"\s+", " ", s).strip().casefold()  # noqa: E731
         named = [(d, t) for d, t in best if norm(t) and norm(t) in norm(query)]
         if named:
@@ -510,19 +569,20 @@ class Lab:
         if kids:
             outline = "\n".join(f"- {k.title} (L{k.start_line}-L{k.end_line})" for k in kids)
         extra = self.tok.count(outline) if outline else 0
-        if self._count(doc, a, own_b) <= self.c.cap_tokens:
+        window = self.c.window_tokens or self.c.cap_tokens
+        if self._count(doc, a, own_b) <= window:
             return Item(doc, ((a, own_b),), self._count_text(doc, a, own_b) + extra, h)
         own = [replace(x, metadata={**x.metadata, "start_line": a, "end_line": own_b}) for x in group
                if x.metadata["node_id"] == m["node_id"]]
         toks = self.st.line_tokens[doc]
-        windows = pack_windows([own], lambda dh: toks, self.c.cap_tokens, whole_section_tokens=0, order="chunks")
+        windows = pack_windows([own], lambda dh: toks, window, whole_section_tokens=0, order="chunks")
         kept, used = [], 0
         for w in windows:  # the last window may pass the cap (pack_windows leaves the cut to its caller)
             end = w.end_line
-            while end > w.start_line and used + sum(toks[w.start_line - 1 : end]) > self.c.cap_tokens:
+            while end > w.start_line and used + sum(toks[w.start_line - 1 : end]) > window:
                 end -= 1
             n = sum(toks[w.start_line - 1 : end])
-            if used and used + n > self.c.cap_tokens:
+            if used and used + n > window:
                 break
             kept.append((w.start_line, end))
             used += n
