@@ -418,14 +418,15 @@ def _cached_retriever(index: Any) -> Any:
     return _Cached(index)
 
 
-_TREES: dict[tuple[str, str], Any] = {}
+_TREES: dict[tuple[str, str, str], Any] = {}
 
 
 def build_tree_cached(text: str, doc_id: str, config: ProxyPointerConfig) -> Any:
-    """Skeleton tree of a benchmark document (cached per doc_id and tree settings)."""
+    """Skeleton tree of a benchmark document (cached per doc_id, text and tree settings)."""
     from .tree import build_tree
 
-    key = (doc_id, json.dumps(config_to_dict(config)["tree"], sort_keys=True))
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
+    key = (doc_id, digest, json.dumps(config_to_dict(config)["tree"], sort_keys=True))
     if key not in _TREES:
         _TREES[key] = build_tree(text, doc_id, config.tree)
     return _TREES[key]
