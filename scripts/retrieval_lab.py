@@ -182,6 +182,15 @@ CANDIDATES: dict[str, Candidate] = {
                              note="quality; subtree whole up to 1000, else own text (window 600) + outline"),
     "q-tstem-c1500w600": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=1500,
                                    window_tokens=600, note="quality, stemmed title BM25, cap 1500 / window 600"),
+    "q-tstem-c2000w1000": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=2000,
+                                    window_tokens=1000, note="quality, stemmed title BM25, cap 2000 / window 1000"),
+    "q-tstem-c1000w1000": Candidate(**_Q, title_lex_weight=0.5, title_stem=True, delivery="cap", cap_tokens=1000,
+                                    window_tokens=1000, note="quality, stemmed title BM25, cap 1000 / window 1000"),
+    "q-norouting": Candidate(**{**_Q, "routing_docs": 0}, note="quality without title routing"),
+    "q-norouting-tstem": Candidate(**{**_Q, "routing_docs": 0}, title_lex_weight=0.5, title_stem=True,
+                                   note="quality without title routing, stemmed title BM25"),
+    "q-norouting-tstem1": Candidate(**{**_Q, "routing_docs": 0}, title_lex_weight=1.0, title_stem=True,
+                                    note="quality without title routing, stemmed title BM25 weight 1"),
     # on re-levelled trees (c128r: tree.relevel_numbered, with scripts/heading_variants.py --flatten)
     "r-quality": Candidate(**{**_Q, "store": "c128r"}, note="quality on a re-levelled tree"),
     "r-tstem": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True,
@@ -204,6 +213,12 @@ CANDIDATES: dict[str, Candidate] = {
     "r-cover-tstem-c1500w600": Candidate(**{**_Q, "store": "c128r"}, route_text="cover", title_lex_weight=0.5,
                                          title_stem=True, delivery="cap", cap_tokens=1500, window_tokens=600,
                                          note="re-levelled, cover routing, stemmed title BM25, cap 1500 / window 600"),
+    "r-tstem-c2000w1000": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True,
+                                    delivery="cap", cap_tokens=2000, window_tokens=1000,
+                                    note="re-levelled tree, stemmed title BM25, cap 2000 / window 1000"),
+    "r-tstem-c1000w1000": Candidate(**{**_Q, "store": "c128r"}, title_lex_weight=0.5, title_stem=True,
+                                    delivery="cap", cap_tokens=1000, window_tokens=1000,
+                                    note="re-levelled tree, stemmed title BM25, cap 1000 / window 1000"),
     "r-min16-tstem-cap600": Candidate(**{**_Q, "store": "c128r"}, min_text_tokens=16, title_lex_weight=0.5,
                                       title_stem=True, delivery="cap", cap_tokens=600,
                                       note="re-levelled tree, no tiny chunks, stemmed title BM25, cap 600"),
@@ -275,7 +290,9 @@ def load_store(name: str, bench: Benchmark, base: ProxyPointerConfig, cache: str
     if missing:
         raise SystemExit(f"{folder}: documents not stored: {missing[:5]}; ingest them first")
     st = Store(name, cfg, hits, np.asarray(vecs, dtype=np.float32), {}, {}, {}, {}, {},
-               LexicalIndex(hits, lambda h: f"{h.metadata.get('breadcrumb', '')}\n{h.text}"))
+               # chunk_id order, as Retriever._lexical builds it (BM25 ties keep index order)
+               LexicalIndex(sorted(hits, key=lambda h: h.chunk_id),
+                            lambda h: f"{h.metadata.get('breadcrumb', '')}\n{h.text}"))
     by_doc: dict[str, list[int]] = {}
     for cid in found:
         m = records[cid][1]
