@@ -4,7 +4,10 @@ A benchmark folder holds ``docs/*.md`` and ``questions.jsonl`` with ``{id, doc_i
 evidence_spans: [{start, end}, ...]}``; offsets are 0-based half-open ``[start, end)``
 character offsets into the UTF-8 text of ``docs/<doc_id>.md`` as read from disk. They are
 mapped onto the normalised text that ``read_document`` gives (BOM dropped, CRLF -> LF) and
-then onto 1-based inclusive lines with ``tree.split_lines``. Systems and the harness that runs
+then onto 1-based inclusive lines with ``tree.split_lines``. Gold may instead be given as
+line ranges, ``evidence_lines: [{start_line, end_line}, ...]`` (1-based inclusive lines of the
+normalised text, as a reader sees them in an editor; bench/long-reports uses them); a question
+may carry both. Systems and the harness that runs
 them live in :mod:`proxypointer.evalrun`; this module holds the data, the metrics and the
 reports (markdown tables, the budget plot).
 """
@@ -169,6 +172,20 @@ def _to_normalised(raw: str, offset: int) -> int:
     return len(normalise_text(raw[:offset])) if ("\r" in raw or raw.startswith("\ufeff")) else offset
 
 
+def _line_span(ev: dict[str, Any], starts: list[int], text: str) -> tuple[int, int]:
+    """Character range ``[start, end)`` of the lines ``start_line..end_line`` (1-based inclusive).
+
+    Raises:
+        ValueError: If the range is empty or outside the text.
+        KeyError: If a key is missing.
+    """
+    a, b = int(ev["start_line"]), int(ev["end_line"])
+    if not 1 <= a <= b <= len(starts):
+        raise ValueError(f"lines {a}-{b} outside 1-{len(starts)}")
+    end = starts[b] - 1 if b < len(starts) else len(text) - text.endswith("\n")
+    return starts[a - 1], max(end, starts[a - 1] + 1)  # an empty line: its line end
+
+
 def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark:
     """Read a benchmark folder.
 
@@ -181,7 +198,8 @@ def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark
         The benchmark; questions without evidence spans are counted in ``skipped``.
 
     Raises:
-        ConfigError: If the folder or ``questions.jsonl`` is missing or malformed.
+        ConfigError: If the folder or ``questions.jsonl`` is missing or malformed, or no
+            question has gold evidence.
         DocumentError: If a document cannot be read.
     """
     root = Path(root)
@@ -194,7 +212,9 @@ def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark
             continue
         try:
             row = json.loads(line)
-            rows.append((n, row["id"], str(row["doc_id"]), row["question"], _literal(row.get("evidence_spans")) or []))
+            spans = list(_literal(row.get("evidence_spans")) or [])
+            spans += [{"lines": ev} for ev in _literal(row.get("evidence_lines")) or []]
+            rows.append((n, row["id"], str(row["doc_id"]), row["question"], spans))
         except (json.JSONDecodeError, KeyError, TypeError) as err:
             raise ConfigError(f"{qfile}:{n}: bad question record ({err}); expected id, doc_id, question") from err
     with_spans = sorted({r[2] for r in rows if r[4]})
@@ -222,13 +242,19 @@ def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark
         starts, raw, out = offsets[doc_id], raws[doc_id], []
         for s in spans:
             try:
-                a, b = _to_normalised(raw, int(s["start"])), _to_normalised(raw, int(s["end"]))
+                if "lines" in s:
+                    a, b = _line_span(s["lines"], starts, bench.texts[doc_id])
+                else:
+                    a, b = _to_normalised(raw, int(s["start"])), _to_normalised(raw, int(s["end"]))
             except (KeyError, TypeError, ValueError) as err:
-                raise ConfigError(f"{qfile}:{n}: evidence span without integer start/end ({err})") from err
+                raise ConfigError(f"{qfile}:{n}: evidence span without integer start/end or "
+                                  f"start_line/end_line inside docs/{doc_id}.md ({err})") from err
             if not 0 <= a < b <= len(bench.texts[doc_id]):
                 raise ConfigError(f"{qfile}:{n}: evidence span [{a}, {b}) outside docs/{doc_id}.md")
             out.append(EvidenceSpan(doc_id, a, b, bisect.bisect_right(starts, a), bisect.bisect_right(starts, b - 1)))
         bench.questions.append(Question(str(qid), doc_id, question, bench.titles[doc_id], tuple(out)))
+    if not bench.questions:
+        raise ConfigError(f"{qfile}: no question with evidence spans or evidence lines; nothing to evaluate")
     logger.info("%s: %d documents, %d questions (%d without evidence spans skipped)",
                 bench.name, len(bench.paths), len(bench.questions), bench.skipped)
     return bench

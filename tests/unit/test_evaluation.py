@@ -156,6 +156,28 @@ def test_load_benchmark_limit_and_errors(bench_dir, tmp_path):
         load_benchmark(bench_dir)
 
 
+def test_load_benchmark_reads_line_range_gold(bench_dir):
+    rows = [
+        {"id": "l1", "doc_id": "a", "question": "Which sections?",
+         "evidence_lines": [{"start_line": 3, "end_line": 5}, {"start_line": 9, "end_line": 9}]},
+        {"id": "l2", "doc_id": "b", "question": "Data?", "evidence_lines": [{"start_line": 5, "end_line": 5}]},
+    ]
+    (bench_dir / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    q1, q2 = load_benchmark(bench_dir).questions
+    a = load_benchmark(bench_dir).texts["a"]
+    first, last = q1.spans
+    assert a[first.start : first.end] == "## Method\n\nWe use a hashing trick."
+    assert (first.start_line, first.end_line) == (3, 5)
+    assert a[last.start : last.end] == "It works well."  # the last line, without its line end
+    assert (last.start_line, last.end_line) == (9, 9)
+    sp = q2.spans[0]
+    assert load_benchmark(bench_dir).texts["b"][sp.start : sp.end] == "Two corpora of news."
+    (bench_dir / "questions.jsonl").write_text(json.dumps(
+        {"id": "x", "doc_id": "a", "question": "q", "evidence_lines": [{"start_line": 9, "end_line": 10}]}) + "\n")
+    with pytest.raises(ConfigError, match="outside"):
+        load_benchmark(bench_dir)
+
+
 def test_qasper_spans_slice_to_their_evidence(shared_dir):
     root = shared_dir / "bench" / "qasper-dev"
     if not root.is_dir():
@@ -193,6 +215,30 @@ def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
     again = fake_embedder.embedded_texts[n:]
     queries = {q.question for q in bench.questions} | {f"{q.title}. {q.question}" for q in bench.questions}
     assert again and set(again) <= queries
+
+
+def test_a_new_store_reuses_vectors_other_stores_embedded(bench_dir, tmp_path, fake_embedder):
+    from proxypointer.evalrun import EvalSettings, VectorCache, run_evaluation, system_specs
+
+    bench = load_benchmark(bench_dir)
+    cfg = ProxyPointerConfig()
+    settings = EvalSettings(benchmark=str(bench_dir), systems=("proxypointer",), scopes=("doc",), budgets=(50,),
+                            bootstrap=10, cache=str(tmp_path / "c"))
+    first = run_evaluation(bench, cfg, settings, system_specs(["proxypointer"], cfg), fake_embedder)
+    n = len(fake_embedder.embedded_texts)
+    # Another store folder (a different noise list) whose chunk texts are the same.
+    other = {"v": {"pipeline": {"chunking": {"noise_titles": ["nothing here"]}}}}
+    specs = system_specs(["v"], cfg, other)
+    second = run_evaluation(bench, cfg, settings, specs, fake_embedder)
+    texts = [t for t in fake_embedder.embedded_texts[n:] if t not in {q.question for q in bench.questions}]
+    assert texts == []  # every chunk vector came from <cache>/vectors.sqlite
+    assert second["per_question"]["values"]["v"] == first["per_question"]["values"]["proxypointer"]
+    cache = VectorCache(tmp_path / "c" / "vectors.sqlite", fake_embedder.name)
+    cache.put(["x"], np.ones((1, 4), np.float32))
+    got = cache.get(["x", "y"])
+    assert list(got) == [VectorCache.key("x")] and np.array_equal(got[VectorCache.key("x")], np.ones(4))
+    assert VectorCache(tmp_path / "c" / "vectors.sqlite", "another-model").get(["x"]) == {}
+    cache.close()
 
 
 def test_system_specs_validate_names_and_variants():
