@@ -7,7 +7,7 @@ Usage:
 Reads the chunk stores that ``scripts/run_experiment.py`` filled (same ``<cache>`` folders,
 same store keys), embeds only the queries (and section title lines, from ``<cache>/vectors.sqlite``
 when present), and re-implements the ranking and delivery of ``Retriever.retrieve`` /
-``Retriever.assemble`` with numpy and the library's own pieces (``assembly.fuse_rrf``,
+``Retriever.assemble`` with numpy and the library's own pieces (``ranking.fuse_rrf``,
 ``rank_sections``, ``pack_windows``, ``LexicalIndex``), so that ideas can be measured without
 touching library modules: title fields, title vectors, label lookup, section scoring, fusion
 weights, delivery policies for big sections. Candidates are the ``CANDIDATES`` table below;
@@ -41,9 +41,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proxypointer.assembly import LexicalIndex, cut_to_tokens, fuse_rrf, pack_windows, rank_sections  # noqa: E402
 from proxypointer.chunking import breadcrumb_text  # noqa: E402
 from proxypointer.config import ProxyPointerConfig, config_from_dict, config_to_dict  # noqa: E402
+from proxypointer.context import cut_to_tokens, pack_windows  # noqa: E402
 from proxypointer.evalrun import DEFAULT_TEMPLATES, SystemSpec, VectorCache, store_folder  # noqa: E402
 from proxypointer.evaluation import (  # noqa: E402
     Benchmark,
@@ -53,6 +53,7 @@ from proxypointer.evaluation import (  # noqa: E402
     load_benchmark,
     paired_difference,
 )
+from proxypointer.ranking import LexicalIndex, fuse_rrf, rank_sections  # noqa: E402
 from proxypointer.store import Hit  # noqa: E402
 from proxypointer.tree import DocumentTree, build_tree, slice_lines, split_lines  # noqa: E402
 
@@ -76,7 +77,7 @@ class Candidate:
         store: Key of :data:`STORES`.
         lexical_weight: Weight of BM25 over breadcrumb + chunk text in the RRF fusion (0: off).
         rrf_k: RRF constant.
-        scoring: ``max`` | ``sum`` | ``rrf`` (``assembly.rank_sections``).
+        scoring: ``max`` | ``sum`` | ``rrf`` (``ranking.rank_sections``).
         top_n: Chunks counted by ``sum``.
         routing_docs: Title routing as ``retrieval.title_routing_docs`` (corpus scope only).
         title_lex_weight: Weight of a BM25 ranking of sections by their title field (0: off).
