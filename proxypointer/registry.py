@@ -35,11 +35,13 @@ from typing import Any
 import numpy as np
 
 from .errors import StaleSourceError, StoreError, StoreNotFoundError
+from .lexical import title_field
 
 __all__ = [
     "LEXICAL_MAX_ROWS",
     "LEXICAL_MAX_ROWS_FILTERED",
     "LEXICAL_TOKENIZER",
+    "TITLE_INDEX",
     "DocumentRecord",
     "Registry",
     "decode_record",
@@ -92,6 +94,13 @@ CREATE TABLE IF NOT EXISTS lexical_rows (
     doc_id TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS lexical_rows_doc ON lexical_rows (doc_id);
+CREATE TABLE IF NOT EXISTS title_rows (
+    id INTEGER PRIMARY KEY,          -- rowid of the section's row in titles_fts
+    doc_id TEXT NOT NULL,
+    version TEXT NOT NULL,           -- the document version whose tree the row was taken from
+    node_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS title_rows_doc ON title_rows (doc_id);
 """
 
 #: Most rows one lexical query scores with BM25: its terms are taken rarest first while the
@@ -113,6 +122,13 @@ LEXICAL_MAX_ROWS_FILTERED = 20_000
 #: docs. A store whose table was built with another tokenizer is rebuilt from its own stored
 #: text on first use.
 LEXICAL_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+#: How the title index (``titles_fts``: one row per heading of each live document, its title
+#: path's words, :func:`~proxypointer.lexical.title_field`) is built: a version of the text
+#: builder and the FTS5 tokenizer, the same Porter stemming as the chunk index (``taxes`` and
+#: ``tax`` meet, ``liabilities`` and ``liability``). A store whose title index was built
+#: otherwise (or not at all) is rebuilt from the live documents' stored trees on first use.
+TITLE_INDEX = "title-path-words-1 " + LEXICAL_TOKENIZER
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +203,9 @@ class Registry:
         # Lexical search: the query tokenizer's temporary tables are per connection, used under
         # this lock; the live chunk count per generation; document frequencies per term.
         self._lexical_lock = threading.Lock()
-        self._lexical_total: tuple[int, int] = (-1, 0)
-        self._term_df: OrderedDict[str, tuple[int, int]] = OrderedDict()  # term -> (df, total then)
+        self._lexical_total: dict[str, tuple[int, int]] = {}  # index -> (generation, rows)
+        # (index, term) -> (df, rows then)
+        self._term_df: OrderedDict[tuple[str, str], tuple[int, int]] = OrderedDict()
 
     def _migrate(self) -> None:
         """Add columns that stores written by older versions lack (once per store)."""
@@ -365,6 +382,8 @@ class Registry:
             )
             if lexical_texts is not None:
                 self._insert_lexical(db, doc_id, list(zip(chunk_ids, lexical_texts, strict=True)))
+            self._delete_titles(db, doc_id)
+            self._insert_titles(db, doc_id, version, tree_json)
             self._bump(db)
             self._lexical_synced(db)
         new = set(chunk_ids)
@@ -408,6 +427,7 @@ class Registry:
         with self.transaction() as db:
             in_step = self._lexical_in_step(db)
             self._delete_lexical(db, doc_id)
+            self._delete_titles(db, doc_id)
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._bump(db)
@@ -495,6 +515,17 @@ class Registry:
         row = self._db.execute("SELECT tree_json FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         return row[0] if row else ""
 
+    def live_tree(self, doc_id: str) -> tuple[str, str, str, int, str] | None:
+        """Return ``(version, doc_hash, title, line_count, tree_json)`` of the live version, read at once.
+
+        None when the document has no live version.
+        """
+        row = self._db.execute(
+            "SELECT version, doc_hash, title, line_count, tree_json FROM documents WHERE doc_id = ? AND version != ''",
+            (doc_id,),
+        ).fetchone()
+        return (row[0], row[1], row[2], int(row[3]), row[4]) if row else None
+
     # -- lexical index (FTS5) -----------------------------------------------------------
     def lexical_search(
         self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None = None
@@ -540,11 +571,60 @@ class Registry:
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: lexical search failed ({err})") from err
 
-    def _rare_terms(self, terms: list[str], budget: int) -> list[str]:
+    def title_search(
+        self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str, str, float]]:
+        """BM25 search of the live documents' section titles (the title index, FTS5), best first.
+
+        Each heading of a live document has one row: the words of its title path, from the
+        document's outermost heading down to it (:func:`~proxypointer.lexical.title_field`),
+        stemmed as the chunk index is (:data:`TITLE_INDEX`). So "balance sheet" finds
+        ``ITEM 8 > CONSOLIDATED BALANCE SHEETS`` whatever the section's text says.
+
+        Args:
+            terms: Words, any of which may match (quoted, as in :meth:`lexical_search`). In a
+                large store the commonest are left out (:data:`LEXICAL_MAX_ROWS` rows scored).
+            n: Most hits returned.
+            doc_ids: Only sections of these documents; an empty list matches nothing.
+
+        Returns:
+            ``(doc_id, version, node_id, score)``, score = ``-bm25()`` (higher is better), for
+            rows of live versions only.
+
+        Raises:
+            StoreError: If SQLite fails.
+        """
+        terms = list(dict.fromkeys(t for t in terms if t.strip()))
+        if not terms or n < 1 or (doc_ids is not None and not doc_ids):
+            return []
+        self._ensure_lexical()
+        terms = self._rare_terms(terms, LEXICAL_MAX_ROWS if doc_ids is None else LEXICAL_MAX_ROWS_FILTERED, "titles")
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        sql = (
+            "SELECT r.doc_id, r.version, r.node_id, -bm25(titles_fts) FROM titles_fts"
+            " JOIN title_rows r ON r.id = titles_fts.rowid"
+            " JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
+            " WHERE titles_fts MATCH ?"
+        )
+        args: list[Any] = [match]
+        if doc_ids is not None:
+            ids = list(dict.fromkeys(doc_ids))
+            sql += f" AND r.doc_id IN ({','.join('?' * len(ids))})"
+            args.extend(ids)
+        sql += " ORDER BY bm25(titles_fts), r.id LIMIT ?"
+        args.append(n)
+        try:
+            return [(d, v, node, float(score)) for d, v, node, score in self._db.execute(sql, args)]
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.root}: title search failed ({err})") from err
+
+    def _rare_terms(self, terms: list[str], budget: int, table: str = "chunks") -> list[str]:
         """Keep the rarest terms whose rows add up to at most ``budget``, in query order."""
-        if self._lexical_count() <= budget:
+        if self._lexical_count(table) <= budget:
             return terms
-        df = self.lexical_document_frequencies(terms)
+        df = self.lexical_document_frequencies(terms, table)
         keep: set[str] = set()
         used = 0
         for t in sorted((t for t in terms if df[t]), key=df.__getitem__):
@@ -556,26 +636,34 @@ class Registry:
             logger.debug("lexical query: common terms left out: %s", [t for t in terms if t not in keep and df[t]])
         return [t for t in terms if t in keep]
 
-    def _lexical_count(self) -> int:
-        """Rows of the lexical index (counted once per registry generation)."""
+    def _lexical_count(self, table: str = "chunks") -> int:
+        """Rows of the chunk (or title) index, counted once per registry generation."""
         generation = self.generation()
         with self._lexical_lock:
-            if self._lexical_total[0] != generation:
-                self._lexical_total = (generation, self._db.execute("SELECT COUNT(*) FROM lexical_rows").fetchone()[0])
-            return self._lexical_total[1]
+            got = self._lexical_total.get(table)
+            if got is None or got[0] != generation:
+                rows = "lexical_rows" if table == "chunks" else "title_rows"
+                count = self._db.execute(f"SELECT COUNT(*) FROM {rows}").fetchone()[0]
+                got = self._lexical_total[table] = (generation, count)
+            return got[1]
 
-    def lexical_document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """Lexical rows holding each term, as the index's tokenizer reads it.
+    def lexical_document_frequencies(self, terms: Sequence[str], table: str = "chunks") -> dict[str, int]:
+        """Rows of the chunk (or title) index holding each term, as the index's tokenizer reads it.
 
         A term the tokenizer splits (``foo_bar``) counts its rarest part. Counts come from FTS5's
         ``fts5vocab`` and cost a pass over the term's row list, so they are kept (for 50,000
         terms) until the row count moves by more than 10%: they only decide which terms a query
         leaves out (:data:`LEXICAL_MAX_ROWS`).
 
+        Args:
+            terms: Query terms.
+            table: ``chunks`` (the chunk index) or ``titles`` (the title index).
+
         Returns:
             ``term -> rows``, 0 for a term no row holds.
         """
-        total = self._lexical_count()
+        total = self._lexical_count(table)
+        vocab = "lexical_terms" if table == "chunks" else "title_terms"
         with self._lexical_lock:
             db = self._db
             if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'lexical_query'").fetchone():
@@ -584,6 +672,7 @@ class Registry:
                     "CREATE VIRTUAL TABLE temp.lexical_query_terms USING fts5vocab(temp, lexical_query, instance)"
                 )
                 db.execute("CREATE VIRTUAL TABLE temp.lexical_terms USING fts5vocab(main, chunks_fts, row)")
+                db.execute("CREATE VIRTUAL TABLE temp.title_terms USING fts5vocab(main, titles_fts, row)")
             db.execute("DELETE FROM temp.lexical_query")
             db.executemany("INSERT INTO temp.lexical_query (rowid, t) VALUES (?, ?)", list(enumerate(terms)))
             tokens: dict[int, list[str]] = {}
@@ -592,17 +681,17 @@ class Registry:
             wanted = {t for ts in tokens.values() for t in ts}
             df: dict[str, int] = {}
             for token in wanted:
-                cached = self._term_df.get(token)
+                cached = self._term_df.get((table, token))
                 if cached is not None and abs(cached[1] - total) <= 0.1 * max(cached[1], 1):
-                    self._term_df.move_to_end(token)
+                    self._term_df.move_to_end((table, token))
                     df[token] = cached[0]
             missing = sorted(wanted - set(df))
             if missing:
                 marks = ",".join("?" * len(missing))
-                found = dict(db.execute(f"SELECT term, doc FROM temp.lexical_terms WHERE term IN ({marks})", missing))
+                found = dict(db.execute(f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({marks})", missing))
                 for token in missing:
                     df[token] = int(found.get(token, 0))
-                    self._term_df[token] = (df[token], total)
+                    self._term_df[(table, token)] = (df[token], total)
                 while len(self._term_df) > 50_000:
                     self._term_df.popitem(last=False)
         return {t: min((df[x] for x in tokens.get(i, [])), default=0) for i, t in enumerate(terms)}
@@ -616,27 +705,39 @@ class Registry:
 
     def _ensure_lexical(self) -> None:
         """Create, rebuild or bring in step the lexical index when needed (one read when it is)."""
-        if self._lexical_in_step(self._db) and self.get_meta("lexical_tokenizer") == LEXICAL_TOKENIZER:
+        if (
+            self._lexical_in_step(self._db)
+            and self.get_meta("lexical_tokenizer") == LEXICAL_TOKENIZER
+            and self.get_meta("title_index") == TITLE_INDEX
+        ):
             return
         with self.transaction() as db:
             self._sync_lexical(db)
 
     @staticmethod
     def _lexical_in_step(db: sqlite3.Connection) -> bool:
-        """Whether every change of live chunks since the lexical index was synced went through it."""
+        """Whether every change of live chunks since the lexical indexes were synced went through them.
+
+        Both the chunk index and the title index: a writer of an older version keeps neither
+        (or only the chunk index) in step.
+        """
         row = db.execute(
             "SELECT (SELECT value FROM meta WHERE key = 'lexical_generation'),"
+            " (SELECT value FROM meta WHERE key = 'title_generation'),"
             " (SELECT value FROM meta WHERE key = 'generation')"
         ).fetchone()
-        return row[0] is not None and row[0] == (row[1] or "0")
+        now = row[2] or "0"
+        return row[0] is not None and row[0] == now and row[1] == now
 
     @staticmethod
     def _lexical_synced(db: sqlite3.Connection) -> None:
-        """Record that the lexical index matches the chunks table at the current generation."""
-        db.execute(
-            "INSERT OR REPLACE INTO meta (key, value)"
-            " VALUES ('lexical_generation', COALESCE((SELECT value FROM meta WHERE key = 'generation'), '0'))"
-        )
+        """Record that both lexical indexes match the chunks table at the current generation."""
+        for key in ("lexical_generation", "title_generation"):
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value)"
+                " VALUES (?, COALESCE((SELECT value FROM meta WHERE key = 'generation'), '0'))",
+                (key,),
+            )
 
     def _sync_lexical(self, db: sqlite3.Connection) -> None:
         """Inside a write transaction: make the lexical index match the chunks table.
@@ -646,7 +747,10 @@ class Registry:
         keep it (an older version) changed chunks since the last sync, drops the rows of
         chunks no longer live and adds rows for live chunks from their record copies
         (:func:`lexical_text`). Chunks without a record copy get their row when the copy is
-        written (:meth:`set_chunk_records`).
+        written (:meth:`set_chunk_records`). The title index is rebuilt from the live
+        documents' stored trees when :data:`TITLE_INDEX` changed (or the store predates it),
+        and otherwise brought in step the same way (rows of versions no longer live dropped,
+        live documents without rows given theirs).
         """
         exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
         tokenizer = db.execute("SELECT value FROM meta WHERE key = 'lexical_tokenizer'").fetchone()
@@ -661,6 +765,9 @@ class Registry:
             db.execute("DROP TABLE chunks_fts")
             db.execute("ALTER TABLE chunks_fts_new RENAME TO chunks_fts")
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('lexical_tokenizer', ?)", (LEXICAL_TOKENIZER,))
+        titles = db.execute("SELECT value FROM meta WHERE key = 'title_index'").fetchone()
+        if titles is None or titles[0] != TITLE_INDEX:
+            self._rebuild_titles(db)
         if exists and self._lexical_in_step(db):
             return
         gone = db.execute("SELECT id FROM lexical_rows WHERE chunk_id NOT IN (SELECT chunk_id FROM chunks)").fetchall()
@@ -674,6 +781,7 @@ class Registry:
         added = self._add_missing_lexical(db, dict(rows.fetchall()))
         if gone or added:
             logger.info("%s: lexical index brought in step (%d rows added, %d removed)", self.root, added, len(gone))
+        self._sync_titles(db)
         self._lexical_synced(db)
 
     def _add_missing_lexical(self, db: sqlite3.Connection, records: dict[str, bytes]) -> int:
@@ -708,6 +816,57 @@ class Registry:
         db.executemany(
             "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", [(i, text[c]) for i, c in ids if c in text]
         )
+
+    def _rebuild_titles(self, db: sqlite3.Connection) -> None:
+        """Inside a write transaction: (re)create the title index from every live document's tree."""
+        logger.info("%s: building the section title index (%s)", self.root, TITLE_INDEX)
+        db.execute("DROP TABLE IF EXISTS titles_fts")
+        db.execute(f"CREATE VIRTUAL TABLE titles_fts USING fts5(title, tokenize = '{LEXICAL_TOKENIZER}')")
+        db.execute("DELETE FROM title_rows")
+        rows = db.execute("SELECT doc_id, version, tree_json FROM documents WHERE version != ''").fetchall()
+        for doc_id, version, tree_json in rows:
+            self._insert_titles(db, doc_id, version, tree_json)
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('title_index', ?)", (TITLE_INDEX,))
+
+    def _sync_titles(self, db: sqlite3.Connection) -> None:
+        """Inside a write transaction: title rows for exactly the live versions (after foreign writers)."""
+        stale = db.execute(
+            "SELECT DISTINCT r.doc_id FROM title_rows r LEFT JOIN documents d ON d.doc_id = r.doc_id"
+            " WHERE d.version IS NULL OR d.version != r.version"
+        ).fetchall()
+        for (doc_id,) in stale:
+            self._delete_titles(db, doc_id)
+        missing = db.execute(
+            "SELECT doc_id, version, tree_json FROM documents WHERE version != ''"
+            " AND doc_id NOT IN (SELECT doc_id FROM title_rows)"
+        ).fetchall()
+        for doc_id, version, tree_json in missing:
+            self._insert_titles(db, doc_id, version, tree_json)
+
+    @staticmethod
+    def _insert_titles(db: sqlite3.Connection, doc_id: str, version: str, tree_json: str) -> None:
+        """Insert the title rows of one document version (none may exist; no-op before the table exists)."""
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'titles_fts'").fetchone():
+            return
+        rows = _title_rows(tree_json)
+        if not rows:
+            return
+        first = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM title_rows").fetchone()[0]
+        db.executemany(
+            "INSERT INTO title_rows (id, doc_id, version, node_id) VALUES (?, ?, ?, ?)",
+            [(first + i, doc_id, version, node_id) for i, (node_id, _) in enumerate(rows)],
+        )
+        db.executemany(
+            "INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
+            [(first + i, text) for i, (_, text) in enumerate(rows)],
+        )
+
+    @staticmethod
+    def _delete_titles(db: sqlite3.Connection, doc_id: str) -> None:
+        """Delete a document's title rows (no-op before the title index exists)."""
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'titles_fts'").fetchone():
+            db.execute("DELETE FROM titles_fts WHERE rowid IN (SELECT id FROM title_rows WHERE doc_id = ?)", (doc_id,))
+        db.execute("DELETE FROM title_rows WHERE doc_id = ?", (doc_id,))
 
     @staticmethod
     def _delete_lexical(db: sqlite3.Connection, doc_id: str) -> None:
@@ -925,6 +1084,32 @@ def _try_decode(record: bytes) -> tuple[str, dict[str, Any]] | None:
     except (zlib.error, ValueError, TypeError):
         return None
     return text, metadata
+
+
+def _title_rows(tree_json: str) -> list[tuple[str, str]]:
+    """``(node_id, title field)`` of each heading of a stored tree (:func:`tree_to_json` rows).
+
+    The title field is the words of the title path, outermost heading first
+    (:func:`~proxypointer.lexical.title_field`); headings without a word get no row.
+    """
+    try:
+        nodes = json.loads(tree_json or "[]")
+    except ValueError:
+        return []
+    title = {n[0]: n[1] for n in nodes}
+    parent = {n[0]: n[7] for n in nodes}
+    out = []
+    for n in nodes:
+        if n[8] != "heading":
+            continue
+        path, node = [], n[0]
+        while node and node in title and len(path) < 64:
+            path.append(title[node])
+            node = parent[node]
+        text = title_field(reversed(path))
+        if text:
+            out.append((n[0], text))
+    return out
 
 
 def tree_to_json(tree) -> str:  # noqa: ANN001 - DocumentTree, kept loose to avoid a cycle

@@ -269,3 +269,89 @@ def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
     assert found(reg, "model", "kettle", n=30, doc_ids=["d"]) == [ids[-1]]
     monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS_FILTERED", 100)
     assert len(found(reg, "model", "kettle", n=30, doc_ids=["d"])) == 21
+
+
+# -- the title index (FTS5, one row per heading) ------------------------------------------------
+def tree_json(*nodes):
+    """Stored tree rows: (node_id, title, parent_id) -> registry.tree_to_json's shape."""
+    import json
+
+    return json.dumps([[n, t, 1, i + 1, i + 1, i + 1, i + 1, p, "heading", 1] for i, (n, t, p) in enumerate(nodes)])
+
+
+FILING = tree_json(("i8", "ITEM 8. **Financial Statements**", ""), ("bs", "CONSOLIDATED BALANCE SHEETS", "i8"),
+                   ("n14", "Note 14 - Debt", "i8"), ("pre", "", ""))
+
+
+def titles(reg, *terms, n=10, doc_ids=None):
+    return [(d, node) for d, _, node, _ in reg.title_search(list(terms), n, doc_ids)]
+
+
+def test_title_rows_hold_the_title_path_stemmed_and_flip_with_the_version(reg):
+    commit_texts(reg, "f", "v1", ["x"], tree_json=FILING)
+    # the title path: a section is found by its parent's words too; "sheet" meets "SHEETS" (Porter)
+    assert titles(reg, "balance", "sheet") == [("f", "bs")]
+    assert set(titles(reg, "financial")) == {("f", "i8"), ("f", "bs"), ("f", "n14")}
+    assert titles(reg, "14") == [("f", "n14")] and titles(reg, "debts") == [("f", "n14")]
+    assert titles(reg, "statements")[0] == ("f", "i8")  # markup stripped: "**Financial Statements**"
+    (d, version, node, score), = reg.title_search(["debt"], 5)
+    assert (d, version, node) == ("f", "v1", "n14") and score > 0  # higher is better
+    commit_texts(reg, "f", "v2", ["y"], tree_json=tree_json(("cf", "Statements of Cash Flows", "")))
+    assert titles(reg, "balance") == [] and titles(reg, "cash") == [("f", "cf")]
+    assert reg.title_search(["cash"], 5)[0][1] == "v2"
+    reg.begin_delete("f")
+    assert titles(reg, "cash") == []  # a document being deleted is not live
+    reg.remove("f")
+    assert reg._db.execute("SELECT COUNT(*) FROM title_rows").fetchone()[0] == 0
+
+
+def test_title_search_filters_by_document_and_escapes_fts_syntax(reg):
+    commit_texts(reg, "a", "v1", ["x"], tree_json=tree_json(("r", 'Risk "NEAR" factors col:x', "")))
+    commit_texts(reg, "b", "v1", ["x"], tree_json=tree_json(("r", "Risk factors", "")))
+    assert set(titles(reg, "risk")) == {("a", "r"), ("b", "r")}
+    assert titles(reg, "risk", doc_ids=["b"]) == [("b", "r")] and titles(reg, "risk", doc_ids=[]) == []
+    for term in ('"', "NEAR(", "col:x", "a*", "AND", "-x", "(", "x''"):
+        reg.title_search([term], 5)  # plain text, never an FTS5 syntax error
+    assert reg.title_search([], 5) == [] and reg.title_search(["risk"], 0) == []
+
+
+def test_an_older_store_gets_its_title_index_from_the_stored_trees(tmp_path):
+    reg = Registry(tmp_path / "s")
+    commit_texts(reg, "f", "v1", ["x"], tree_json=FILING)
+    # A store written before the title index existed: no FTS table, no rows, no meta.
+    reg._db.execute("DROP TABLE titles_fts")
+    reg._db.execute("DELETE FROM title_rows")
+    reg._db.execute("DELETE FROM meta WHERE key LIKE 'title%'")
+    other = Registry(tmp_path / "s")
+    assert titles(other, "balance") == [("f", "bs")]
+    assert other.get_meta("title_index") == registry_module().TITLE_INDEX
+    # A writer that keeps only the chunk index (the version before this one) replaces the document.
+    with other.transaction() as db:
+        db.execute("UPDATE documents SET version = 'v2', tree_json = ? WHERE doc_id = 'f'",
+                   (tree_json(("cf", "Cash flows", "")),))
+        other._bump(db)
+        db.execute("UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation')"
+                   " WHERE key = 'lexical_generation'")
+    assert titles(reg, "balance") == [] and titles(reg, "cash") == [("f", "cf")]
+    # An index built another way (an older title text or tokenizer) is rebuilt.
+    reg._db.execute("UPDATE meta SET value = 'old' WHERE key = 'title_index'")
+    reg._db.execute("DELETE FROM titles_fts")
+    assert titles(reg, "cash") == [("f", "cf")]
+    reg.close()
+    other.close()
+
+
+def test_a_large_store_scores_the_rarest_title_terms_only(reg, monkeypatch):
+    import proxypointer.registry as registry
+
+    rows = [(f"n{i}", f"Note {i + 10} notes to the accounts", "") for i in range(20)] + [("k", "Kettle notes", "")]
+    commit_texts(reg, "d", "v1", ["x"], tree_json=tree_json(*rows))
+    assert reg.lexical_document_frequencies(["notes", "kettle"], "titles") == {"notes": 21, "kettle": 1}
+    monkeypatch.setattr(registry, "LEXICAL_MAX_ROWS", 10)
+    assert titles(reg, "notes", "kettle") == [("d", "k")]
+
+
+def registry_module():
+    import proxypointer.registry as registry
+
+    return registry

@@ -1,0 +1,75 @@
+"""Words of lexical search: query terms, and the title field of a section.
+
+Both lexical indexes of the registry (chunks and section titles, SQLite FTS5) read what is
+written here: :func:`lexical_terms` turns a query into the words any of which may match;
+:func:`title_field` turns a section's title path into the text its title row indexes. FTS5's
+own tokenizer (``porter unicode61``, :data:`~proxypointer.registry.LEXICAL_TOKENIZER`) then
+folds case and diacritics and stems both sides alike. Nothing here imports anything heavy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .titles import plain_title
+
+__all__ = ["MAX_LEXICAL_TERMS", "STOPWORDS", "lexical_terms", "title_field", "words"]
+
+#: Words left out of lexical queries and title fields: Lucene's English stop set (the same 33
+#: words as bm25s's ``STOPWORDS_EN``, which the in-memory index used before FTS5).
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
+    "this to was will with".split()
+)
+
+#: Most distinct terms of one lexical query (the last ones are kept: a question pasted after a
+#: long preamble ends the query); keeps an FTS5 ``OR`` query over a pasted page bounded.
+MAX_LEXICAL_TERMS = 64
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of two or more word characters, stop words removed, in text order."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def lexical_terms(query: str, max_terms: int = MAX_LEXICAL_TERMS) -> list[str]:
+    """Distinct lower-cased words of two or more characters, stop words removed, in query order.
+
+    The registry quotes each one for FTS5 (:meth:`~proxypointer.registry.Registry.lexical_search`),
+    so operators (``AND``, ``NEAR``), column filters and ``*`` in a query are plain words.
+
+    Args:
+        query: The query text.
+        max_terms: Most terms kept; the last ones win.
+
+    Returns:
+        The terms, at most ``max_terms``.
+    """
+    terms = list(dict.fromkeys(words(query)))
+    return terms[-max_terms:]
+
+
+def title_field(title_path: Iterable[str]) -> str:
+    """Make the text a section's title row indexes: the words of its title path.
+
+    Each title is reduced to its plain text (:func:`~proxypointer.titles.plain_title`: markup,
+    HTML tags and entities, attribute lists removed), then to its words as a query is
+    (:func:`words`: lower case, two or more characters, no stop words), so that a section's
+    BM25 length counts only words a query can match. Leading numbering of two or more digits
+    stays (``Note 14`` keeps ``14``); stemming is left to the FTS5 tokenizer.
+
+    Args:
+        title_path: Titles from the outermost heading down to the section (the document's
+            own display title is not part of it unless it is a heading).
+
+    Returns:
+        The words, space-separated; ``""`` when no title has a word.
+
+    Example:
+        >>> title_field(["ITEM 8. FINANCIAL STATEMENTS", "**Consolidated Balance Sheets**"])
+        'item financial statements consolidated balance sheets'
+    """
+    return " ".join(w for t in title_path for w in words(plain_title(t)))
