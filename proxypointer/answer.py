@@ -31,6 +31,7 @@ from .config import LLMConfig
 from .context import Assembler, ContextBlock
 from .conversation import Turn, contextual_query
 from .datauri import replace_data_uris
+from .delivery import format_outline
 from .errors import ConfigError, LLMError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -196,14 +197,19 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def format_block(number: int, block: ContextBlock) -> str:
-    """One prompt block: ``[n] <citation> | <breadcrumb>`` then the delivered lines' text.
+    """One prompt block: ``[n] <citation> | <breadcrumb>``, the delivered lines' text, then its outline.
 
     The text is the exact stored lines, except that inline ``data:...;base64`` payloads are
     shown as a short placeholder (``[image: alt]``, shared case 31): the model cannot read them
-    and they would fill its context.
+    and they would fill its context. A section delivered without its subsections (a big one,
+    ``retrieval.subtree_cap_tokens``) is followed by their titles and citations
+    (:func:`~proxypointer.delivery.format_outline`), under ``Subsections not shown:``.
     """
     text = replace_data_uris(block.text)
-    return f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{text}"
+    out = f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{text}"
+    if block.outline:
+        out += "\nSubsections not shown:\n" + format_outline(block.outline)
+    return out
 
 
 def format_context(blocks: Sequence[ContextBlock]) -> str:

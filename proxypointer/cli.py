@@ -84,8 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--refs",
         action="store_true",
-        help="also add the sections they cite ('see Appendix G') and look up labels named in the "
-        "question (default: retrieval.follow_references)",
+        help="also add the sections they cite ('see Appendix G') (default: retrieval.follow_references; "
+        "labels named in the question, 'Note 14', are looked up either way: retrieval.label_lookup)",
     )
     _add_store_args(p)
 
@@ -307,6 +307,8 @@ def _retriever(args: argparse.Namespace):
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    from .delivery import format_outline
+
     retriever = _retriever(args)
     index = retriever.index
     if args.refs or index.config.retrieval.follow_references:
@@ -328,8 +330,15 @@ def _cmd_query(args: argparse.Namespace) -> int:
         print(f"    {' > '.join(s.breadcrumb)}")
         if s.reached_via:
             print(f"    reached via {s.reached_via} -> {s.title} (L{s.start_line}-L{s.end_line})")
+        if s.delivery != "subtree":
+            what = "its own text" if s.delivery == "own_text" else "an excerpt of its own text"
+            print(f"    section L{s.start_line}-L{s.end_line} is long: showing {what}")
         print()
         print(s.text)
+        if s.outline:
+            print()
+            print("    subsections not shown:")
+            print(format_outline(s.outline, indent="    "))
         print()
     return 0
 

@@ -251,6 +251,29 @@ class RetrievalConfig:
         follow_references: Add the sections that retrieved sections cite ("see Note 14",
             "Section 2.04") and look up labels named in the query
             (``references.ReferenceFollower``; docs/evaluation.md, "Cross-references").
+        title_weight: Weight in the fusion of a BM25 ranking of the sections by their title
+            path (the registry's title index, Porter-stemmed as the chunk index), each found
+            section represented by its best chunk by cosine similarity anywhere in its
+            subtree; 0 turns it off. 0.5: measured on the three dev sets (docs/evaluation.md,
+            reports round: FinanceBench budget_hit@500 +11.6 points, QASPER hit@5 +1.1,
+            long reports unchanged; weight 1 hurt).
+        label_lookup: Put first the sections a label in the query names ("Note 14", "box
+            1.1", "annex table A2.1.1", "Item 7A"), found in the best-ranked documents (each
+            named section by its best chunk, anywhere in its subtree; ``labels.LabelLookup``).
+            Research measured no loss on the three dev sets.
+        subtree_cap_tokens: ``retrieve`` delivers a section's whole subtree when it has at
+            most this many tokens; a bigger one is delivered as its own text (see
+            ``own_text_tokens``) plus an outline of its children (title and citation each),
+            never a whole chapter for a hit on its introduction. 0: always the whole subtree.
+            1,000 with ``own_text_tokens`` 1,000: tokens@5 -64% on FinanceBench and -18% on
+            QASPER with hit@5 unchanged, long reports from 18,864 to about 3,400 tokens
+            (docs/evaluation.md).
+        own_text_tokens: Largest own text (heading line and the text before the first
+            subsection) delivered whole under ``subtree_cap_tokens``; a longer one is cut to
+            one window of at most this many tokens around its best-ranked chunks.
+        demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
+            no text of its own, shared case 11) after every section with text, unless a label
+            in the query names them: their chunk matches any query that names the document.
     """
 
     k: int = 5
@@ -267,6 +290,11 @@ class RetrievalConfig:
     title_routing_docs: int = 0
     title_routing_weight: float = 1.0
     follow_references: bool = False
+    title_weight: float = 0.5
+    label_lookup: bool = True
+    subtree_cap_tokens: int = 1000
+    own_text_tokens: int = 1000
+    demote_empty: bool = True
 
     def __post_init__(self) -> None:
         _check(self.k >= 1, "retrieval.k", f"expected an int >= 1, got {self.k}")
@@ -304,6 +332,17 @@ class RetrievalConfig:
             self.assembly_order in ("chunks", "sections"),
             "retrieval.assembly_order",
             f"expected 'chunks' or 'sections', got {self.assembly_order!r}",
+        )
+        _check(self.title_weight >= 0, "retrieval.title_weight", f"expected >= 0, got {self.title_weight}")
+        _check(
+            self.subtree_cap_tokens >= 0,
+            "retrieval.subtree_cap_tokens",
+            f"expected an int >= 0 (0: no cap), got {self.subtree_cap_tokens}",
+        )
+        _check(
+            self.own_text_tokens >= 1,
+            "retrieval.own_text_tokens",
+            f"expected an int >= 1, got {self.own_text_tokens}",
         )
 
 

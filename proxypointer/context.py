@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import bisect
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .delivery import OutlineEntry, cut_to_tokens, format_outline
 from .errors import ConfigError, StaleSourceError
 from .ranking import score_sections
 from .retrieval import check_query
@@ -49,13 +48,17 @@ class ContextBlock:
     r"""Source lines delivered for a query, with the section they come from.
 
     Attributes:
-        section: The whole section the lines belong to (its pointer, breadcrumb, scores).
+        section: The section the lines belong to (its pointer, breadcrumb, scores).
         start_line: First delivered line, 1-based inclusive, inside the section.
         end_line: Last delivered line, 1-based inclusive (``text`` may stop inside it when the
             budget ran out).
         text: The stored lines ``start_line..end_line`` joined with ``\\n``, cut at a
             word-piece boundary when the budget ran out.
         tokens: Word pieces of ``text`` (embedding model's tokenizer, no special tokens).
+        outline: The section's children, when the block is the section's delivered text and
+            that is not its whole subtree (:attr:`Section.outline`: where a reader can follow);
+            empty for the windows of :meth:`Assembler.assemble`. Not part of ``text`` or
+            ``tokens``.
     """
 
     section: Section
@@ -63,6 +66,7 @@ class ContextBlock:
     end_line: int
     text: str
     tokens: int
+    outline: tuple[OutlineEntry, ...] = ()
 
     @property
     def doc_id(self) -> str:
@@ -76,53 +80,25 @@ class ContextBlock:
 
     @property
     def whole(self) -> bool:
-        """True when the block is the whole section, uncut."""
+        """True when the block is the whole section (its subtree), uncut."""
         return (self.start_line, self.end_line) == (self.section.start_line, self.section.end_line) and (
             self.text == self.section.text
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: the delivered lines, and the section's fields except its whole text."""
+        """JSON-ready form: the delivered lines, the outline, and the section's fields except its text."""
         section = self.section.to_dict()
         section.pop("text")
+        section.pop("outline")
         return {
             "citation": self.citation,
             "start_line": self.start_line,
             "end_line": self.end_line,
             "tokens": self.tokens,
             "text": self.text,
+            "outline": [e.to_dict() for e in self.outline],
             "section": section,
         }
-
-
-def cut_to_tokens(text: str, n_tokens: int, tokenizer: Any) -> str:
-    """Cut ``text`` to its longest prefix of at most ``n_tokens`` word pieces.
-
-    Args:
-        text: Text to cut.
-        n_tokens: Word pieces allowed (no special tokens).
-        tokenizer: ``HFTokenizer`` (exact cut at a word-piece boundary via offsets) or any
-            object with ``count(text) -> int`` (binary search on character prefixes).
-
-    Returns:
-        ``text`` itself when it fits, else a prefix ending at a word-piece boundary.
-    """
-    if n_tokens <= 0:
-        return ""
-    backend = getattr(tokenizer, "backend", None)
-    if backend is not None:
-        offsets = backend.encode(text, add_special_tokens=False).offsets
-        return text if len(offsets) <= n_tokens else text[: offsets[n_tokens - 1][1]]
-    if tokenizer.count(text) <= n_tokens:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tokenizer.count(text[:mid]) <= n_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
 
 
 def subtract_interval(start: int, end: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -295,8 +271,8 @@ def _merge(windows: list[Window]) -> list[Window]:
 class Assembler:
     """Fill a context budget from a :class:`~proxypointer.retrieval.Retriever`'s index.
 
-    Thread-safe: its cache (the stored lines and the word pieces of each line of 256 document
-    versions) is bounded and guarded by a lock.
+    Thread-safe: it keeps no cache of its own (the retriever's caches of stored lines and of
+    the word pieces of each line are bounded and locked).
 
     Args:
         retriever: Where sections come from (its index's tokenizer counts tokens).
@@ -309,8 +285,6 @@ class Assembler:
     def __init__(self, retriever: Retriever) -> None:
         self.retriever = retriever
         self.config = retriever.config
-        self._lock = threading.Lock()
-        self._tokens: OrderedDict[str, list[int]] = OrderedDict()  # doc_hash -> tokens per line
 
     @property
     def tokenizer(self) -> Any:
@@ -319,19 +293,7 @@ class Assembler:
 
     def line_tokens(self, doc_hash: str) -> list[int]:
         """Word pieces of each stored line of a document version (index 0 is line 1)."""
-        with self._lock:
-            counts = self._tokens.get(doc_hash)
-            if counts is not None:
-                self._tokens.move_to_end(doc_hash)
-                return counts
-        lines = self.retriever.source_lines(doc_hash)
-        tok = self.tokenizer
-        counts = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
-        with self._lock:
-            self._tokens[doc_hash] = counts
-            while len(self._tokens) > 256:
-                self._tokens.popitem(last=False)
-        return counts
+        return self.retriever.line_tokens(doc_hash)
 
     def assemble(
         self,
@@ -388,7 +350,15 @@ class Assembler:
         ranking = ranker.rank(ranker.route(query, where), max(cfg.overfetch, budget // 20))
         hits = ranker.hydrate(ranking.hits)
         scored = score_sections(hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+        if cfg.demote_empty:  # breadcrumb-only sections after those with text (labels excepted)
+            labelled = set(ranking.labelled)
+
+            def empty(group: Sequence[Hit]) -> bool:
+                return bool(group[0].metadata.get("empty_body")) and group[0].chunk_id not in labelled
+
+            scored = [x for x in scored if not empty(x[1])] + [x for x in scored if empty(x[1])]
         rank_score = {_key(group[0]): score for score, group in scored}
+        groups = {_key(group[0]): group for _, group in scored}
         windows = pack_windows(
             [group for _, group in scored],
             self.line_tokens,
@@ -406,7 +376,9 @@ class Assembler:
         for w in windows:
             if used >= budget:
                 break
-            section = self.retriever.section_of_hit(w.hit, cosine.get(w.hit.chunk_id, 0.0), rank_score[_key(w.hit)])
+            key = _key(w.hit)
+            section = self.retriever.section_of_hit(w.hit, cosine.get(w.hit.chunk_id, 0.0), rank_score[key],
+                                                    groups[key])
             text = slice_lines(self.retriever.source_lines(w.hit.metadata["doc_hash"]), w.start_line, w.end_line)
             n_tok = w.tokens
             if used + n_tok > budget:
@@ -417,18 +389,22 @@ class Assembler:
         return out
 
     def pack(self, sections: Sequence[Section], budget_tokens: int) -> list[ContextBlock]:
-        """Deliver whole sections, in the given order, as far as they fit a budget.
+        """Deliver sections as retrieved (their ``text``), in the given order, as far as they fit a budget.
 
-        A section that does not fit the budget left is left out (logged) and later, smaller
-        ones still get their turn; the first section is always delivered, cut at a word-piece
-        boundary when it alone exceeds the budget.
+        Each block is a section's delivered text (``text_start_line..text_end_line``: the whole
+        section, or its own text with its ``outline``, see :mod:`proxypointer.delivery`). The
+        outline lines count against the budget as :func:`~proxypointer.delivery.format_outline`
+        renders them. A section that does not fit the budget left is left out (logged) and
+        later, smaller ones still get their turn; the first section is always delivered, cut
+        at a word-piece boundary (without its outline) when it alone exceeds the budget.
 
         Args:
             sections: Sections best first (e.g. from :meth:`Retriever.retrieve`).
             budget_tokens: Context budget in word pieces (no special tokens).
 
         Returns:
-            One block per delivered section; ``tokens`` sum to at most ``budget_tokens``.
+            One block per delivered section; their ``tokens`` plus their outlines' word pieces
+            sum to at most ``budget_tokens``.
 
         Raises:
             ConfigError: If ``budget_tokens`` < 1.
@@ -440,14 +416,17 @@ class Assembler:
         used = 0
         for s in sections:
             n = tok.count(s.text)
-            if used + n <= budget_tokens:
-                out.append(ContextBlock(s, s.start_line, s.end_line, s.text, n))
-                used += n
+            extra = tok.count(format_outline(s.outline)) if s.outline else 0
+            start = s.text_start_line or s.start_line
+            if used + n + extra <= budget_tokens:
+                out.append(ContextBlock(s, start, s.text_end_line or s.end_line, s.text, n, s.outline))
+                used += n + extra
             elif not out:
                 text = cut_to_tokens(s.text, budget_tokens, tok)
                 n = tok.count(text)
-                out.append(ContextBlock(s, s.start_line, s.start_line + text.count("\n"), text, n))
+                out.append(ContextBlock(s, start, start + text.count("\n"), text, n))
                 used += n
             else:
-                logger.info("context budget %d tokens reached; left out %s (%d tokens)", budget_tokens, s.citation, n)
+                logger.info("context budget %d tokens reached; left out %s (%d tokens)", budget_tokens, s.citation,
+                            n + extra)
         return out

@@ -24,6 +24,7 @@ import numpy as np
 
 from .config import ProxyPointerConfig, config_from_dict, config_to_dict
 from .context import Assembler, cut_to_tokens
+from .delivery import format_outline
 from .errors import ConfigError, LockError
 from .evaluation import (
     METRICS,
@@ -136,9 +137,18 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Retrieval settings of the baselines, whatever the library's defaults: a dense ranking, each
+#: section scored by its best chunk, whole sections (the pipeline before the reports round of
+#: docs/evaluation.md; the defaults since then fuse BM25 and title rankings and cap big sections).
+BASELINE_RETRIEVAL: dict[str, Any] = {
+    "hybrid": False, "section_scoring": "max", "title_routing_docs": 0, "title_weight": 0.0,
+    "label_lookup": False, "subtree_cap_tokens": 0, "demote_empty": False,
+}
+
+
 def _builtin(name: str, base: ProxyPointerConfig) -> SystemSpec:
     d = config_to_dict(base)
-    plain = config_to_dict(ProxyPointerConfig())["retrieval"]
+    plain = {**config_to_dict(ProxyPointerConfig())["retrieval"], **BASELINE_RETRIEVAL}
     size = base.chunking.chunk_tokens
     over: dict[str, dict[str, Any]] = {
         "flat": {"chunking": {"strategy": "windows", "breadcrumb": "none", "window_tokens": size}, "retrieval": plain},
@@ -361,28 +371,33 @@ class _Runner:
             self._counts[key] = self.tok.count(text)
         return self._counts[key]
 
-    def ranked(self, query: str, doc_ids: list[str] | None, k: int) -> list[tuple[str, int, int, str]]:
-        """``(doc_id, start_line, end_line, text)`` of the k best units, best first."""
+    def ranked(self, query: str, doc_ids: list[str] | None, k: int) -> list[tuple[str, int, int, str, int]]:
+        """``(doc_id, start_line, end_line, text, outline tokens)`` of the k best units, best first.
+
+        A section's unit is what ``retrieve`` delivered (``text_start_line..text_end_line``);
+        the outline of a section delivered without its subtree counts its rendered lines.
+        """
         if self.spec.kind == "dense":
             if self.spec.config.retrieval.follow_references:  # docs/evaluation.md, "Cross-references"
                 secs = self.follower.retrieve(query, k=k, doc_ids=doc_ids, interleave=True)
             else:
                 secs = self.retriever.retrieve(query, k=k, doc_ids=doc_ids)
-            return [(s.doc_id, s.start_line, s.end_line, s.text) for s in secs]
+            return [(s.doc_id, s.text_start_line, s.text_end_line, s.text,
+                     self.tok.count(format_outline(s.outline)) if s.outline else 0) for s in secs]
         allowed = set(doc_ids) if doc_ids else None
         hits = self.lexical.search(query, 50 * k, (lambda h: h.metadata["doc_id"] in allowed) if allowed else None)
         out = []
         for group in rank_sections(hits)[:k]:
             m = group[0].metadata
             a, b = int(m["start_line"]), int(m["end_line"])
-            out.append((m["doc_id"], a, b, slice_lines(self._lines(m["doc_id"]), a, b)))
+            out.append((m["doc_id"], a, b, slice_lines(self._lines(m["doc_id"]), a, b), 0))
         return out
 
     def evaluate(self, query: str, doc_ids: list[str] | None, budgets: Sequence[int]) -> tuple[list[Unit], dict]:
         """Units (top 10) and, per budget, the delivered character ranges."""
         k_all = 10 + max(budgets) // 100
         ranked = self.ranked(query, doc_ids, k_all)
-        units = [Unit(d, a, b, self.count(d, a, b, t)) for d, a, b, t in ranked]
+        units = [Unit(d, a, b, self.count(d, a, b, t) + extra) for d, a, b, t, extra in ranked]
         deliveries: dict[int, list[tuple[str, int, int]]] = {}
         for budget in budgets:
             if self.spec.assemble:
@@ -392,7 +407,7 @@ class _Runner:
                 blocks = [Delivered(b.doc_id, self.offset(b.doc_id, b.start_line), b.text, b.tokens) for b in got]
             else:
                 blocks = [Delivered(u.doc_id, self.offset(u.doc_id, u.start_line), t, u.tokens)
-                          for u, (_, _, _, t) in zip(units, ranked, strict=True)]
+                          for u, (_, _, _, t, _) in zip(units, ranked, strict=True)]
             deliveries[budget] = delivered_ranges(blocks, budget, lambda t, n: cut_to_tokens(t, n, self.tok),
                                                   self.tok.count)
         return units[:10], deliveries

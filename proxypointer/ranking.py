@@ -30,6 +30,10 @@ import numpy as np
 
 from .errors import ConfigError, MissingDependencyError
 from .filters import doc_filter, filter_doc_ids, matches_where
+from .labels import LabelLookup, mentions_label
+from .lexical import STOPWORDS, lexical_terms
+from .lexical import words as _words
+from .livetrees import LiveTrees
 from .store import Hit
 
 if TYPE_CHECKING:
@@ -37,7 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXACT_SEARCH_MAX_CHUNKS",
+    "LABEL_TARGETS",
     "MAX_QUERY_WINDOWS",
+    "SUBTREE_SCORED_CHUNKS",
     "STOPWORDS",
     "LexicalIndex",
     "Ranker",
@@ -58,22 +64,21 @@ logger = logging.getLogger(__name__)
 #: chunks whatever the filter selects (docs/benchmarks.md).
 EXACT_SEARCH_MAX_CHUNKS = 1000
 
+#: Most chunk vectors one query reads to find the best chunk of the sections its title search
+#: and label lookup found (a section's best chunk lies anywhere in its subtree). Reading a
+#: stored vector costs about 0.05 ms here (1,434 in 69 ms from a 40k-chunk store), so this
+#: bounds that step to ~100 ms; sections whose subtrees would pass it are represented by the
+#: chunks whose cosine the dense search already knows, or left out.
+SUBTREE_SCORED_CHUNKS = 2000
+
+#: Most sections a query's labels put first ("compare Note 14 and Note 15": both), as measured
+#: by the research lab (``references`` lookup, ``named[:2]``).
+LABEL_TARGETS = 2
+
 #: Most windows a long query is embedded in (see :meth:`Ranker.query_vectors`); beyond that,
 #: the last paragraphs are kept (a question pasted after a preamble ends the query).
 MAX_QUERY_WINDOWS = 8
 
-#: Words left out of lexical queries: Lucene's English stop set (the same 33 words as bm25s's
-#: ``STOPWORDS_EN``, which the in-memory index used before FTS5).
-STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
-    "this to was will with".split()
-)
-
-#: Most distinct terms of one lexical query (the last ones are kept: a question pasted after a
-#: long preamble ends the query); keeps an FTS5 ``OR`` query over a pasted page bounded.
-MAX_LEXICAL_TERMS = 64
-
-_WORD = re.compile(r"(?u)\b\w\w+\b")
 
 
 # -- fusion and section scores ------------------------------------------------------------------
@@ -152,23 +157,6 @@ def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- lexical search -----------------------------------------------------------------------------
-def lexical_terms(query: str, max_terms: int = MAX_LEXICAL_TERMS) -> list[str]:
-    """Distinct lower-cased words of two or more characters, stop words removed, in query order.
-
-    The registry quotes each one for FTS5 (:meth:`~proxypointer.registry.Registry.lexical_search`),
-    so operators (``AND``, ``NEAR``), column filters and ``*`` in a query are plain words.
-
-    Args:
-        query: The query text.
-        max_terms: Most terms kept; the last ones win.
-
-    Returns:
-        The terms, at most ``max_terms``.
-    """
-    terms = list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in STOPWORDS))
-    return terms[-max_terms:]
-
-
 class LexicalIndex:
     """In-memory BM25 (bm25s, Lucene variant) over a few texts: document titles, baselines.
 
@@ -200,7 +188,7 @@ class LexicalIndex:
     @staticmethod
     def tokenize(text: str) -> list[str]:
         """Lower-cased words of two or more characters, stop words removed."""
-        return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+        return _words(text)
 
     def search(self, query: str, n: int, keep: Callable[[Hit], bool] | None = None) -> list[Hit]:
         """Return the ``n`` best texts with a positive BM25 score, best first (``score``: BM25)."""
@@ -250,19 +238,23 @@ class Ranking:
         cosine: ``chunk_id -> cosine similarity`` of the chunks found by a dense search (for a
             query embedded in several windows, the best over them).
         vectors: The query vectors searched, float32 ``(n_windows, dim)``, rows L2-normalised.
+        labelled: Chunk ids put first because the query names their section's label
+            (``retrieval.label_lookup``), best first; empty otherwise.
     """
 
     hits: list[Hit]
     cosine: dict[str, float] = field(default_factory=dict)
     vectors: np.ndarray | None = None
+    labelled: tuple[str, ...] = ()
 
 
 class Ranker:
     """Rank the live chunks of an :class:`~proxypointer.pipeline.Index` for a query.
 
-    Thread-safe: the one cache (the title index of title routing, rebuilt when the registry's
-    generation moves) is guarded by a lock; the registry and Chroma are used as the Index
-    allows.
+    Thread-safe: its caches (the document-title index of title routing, rebuilt when the
+    registry's generation moves; the stored trees of 128 document versions, :attr:`trees`; the
+    label indexes of 32, :attr:`labels`) are bounded and guarded by locks; the registry and
+    Chroma are used as the Index allows.
 
     Args:
         index: The index to search; its embedder embeds the queries.
@@ -274,6 +266,10 @@ class Ranker:
         self._lock = threading.Lock()
         #: ``(registry generation, index over live document titles)``; one entry.
         self._titles: tuple[int, LexicalIndex] | None = None
+        #: Stored trees of live document versions (subtrees, children, extents).
+        self.trees = LiveTrees(index)
+        #: Label indexes of live document versions (``retrieval.label_lookup``).
+        self.labels = LabelLookup(self.trees)
 
     # -- query vectors ----------------------------------------------------------------------
     def query_vectors(self, query: str) -> np.ndarray:
@@ -431,18 +427,149 @@ class Ranker:
         terms = lexical_terms(query)
         if not terms:
             return []
-        doc_ids = filter_doc_ids(where)
-        if doc_ids is None and where and "$and" in where:  # documents and more: search the documents
-            doc_ids = next((ids for c in where["$and"] if (ids := filter_doc_ids(c)) is not None), None)
-            exact = False
-        else:
-            exact = True
+        doc_ids, exact = _filter_docs(where)
         pairs = self.index.registry.lexical_search(terms, n, doc_ids)
         hits = self.live([_id_hit(cid, score) for cid, score in pairs])
-        if where and not (exact and doc_ids is not None):
-            keep = {h.chunk_id for h in self.hydrate(hits) if matches_where(h.metadata, where)}
-            hits = [h for h in hits if h.chunk_id in keep]
-        return hits
+        return hits if exact else self._matching(hits, where)
+
+    def _matching(self, hits: list[Hit], where: dict[str, Any] | None) -> list[Hit]:
+        """Keep the hits whose metadata matches ``where`` (read from their records), in order."""
+        if not where:
+            return hits
+        keep = {h.chunk_id for h in self.hydrate(hits) if matches_where(h.metadata, where)}
+        return [h for h in hits if h.chunk_id in keep]
+
+    # -- title field ------------------------------------------------------------------------
+    def titles(
+        self, query: str, n: int, where: dict[str, Any] | None, vectors: np.ndarray, cosine: dict[str, float]
+    ) -> list[Hit]:
+        """Chunk hits of the sections whose titles match the query, best title first.
+
+        The registry's title index (BM25 over each heading's title path, Porter-stemmed:
+        :meth:`~proxypointer.registry.Registry.title_search`) ranks sections; each found section
+        contributes its best chunk by cosine similarity, anywhere in its subtree, so a question
+        that names "the balance sheet" reaches the statement under that title whatever words its
+        rows use. Measured by the research lab as ``q-tlex-stem`` (docs/evaluation.md, "Ideas
+        measured": the only ranking idea that helped on all three dev sets).
+
+        Args:
+            query: Question or keywords (:func:`lexical_terms`).
+            n: Hits wanted; up to ``4 * n`` titles are read (a section and its subsection may
+                give the same chunk).
+            where: Metadata filter; as in :meth:`lexical`.
+            vectors: The query vectors (:meth:`query_vectors`).
+            cosine: ``chunk_id -> cosine`` known so far; the chunks scored here are added.
+
+        Returns:
+            Hits without text, ``score`` = the title's BM25 score (higher is better), distinct
+            chunks.
+        """
+        terms = lexical_terms(query)
+        if not terms:
+            return []
+        doc_ids, exact = _filter_docs(where)
+        found = self.index.registry.title_search(terms, 4 * n, doc_ids)
+        budget = [SUBTREE_SCORED_CHUNKS]
+        out: list[Hit] = []
+        seen: set[str] = set()
+        for i in range(0, len(found), max(n, 1)):
+            groups = []
+            for doc_id, version, node_id, score in found[i : i + max(n, 1)]:
+                live = self.trees.get(doc_id, version)
+                if live is not None:
+                    groups.append((score, live.subtree_chunks(node_id)))
+            for score, best in zip((g[0] for g in groups), self._best_chunks([g[1] for g in groups], vectors, cosine,
+                                                                               budget), strict=True):
+                if best is not None and best not in seen:
+                    seen.add(best)
+                    out.append(_id_hit(best, score))
+            if len(out) >= n:
+                break
+        return out[:n] if exact else self._matching(out, where)[:n]
+
+    def _best_chunks(
+        self, groups: Sequence[Sequence[str]], vectors: np.ndarray, cosine: dict[str, float], budget: list[int]
+    ) -> list[str | None]:
+        """Pick the chunk of each group with the highest cosine similarity (None for a group left out).
+
+        Vectors not yet in ``cosine`` are read in one batch while ``budget[0]`` chunks are left
+        (:data:`SUBTREE_SCORED_CHUNKS`); a group that would pass it is scored by the chunks
+        already known. ``cosine`` gains every chunk scored.
+        """
+        todo: list[str] = []
+        wanted: set[str] = set()
+        usable: list[Sequence[str]] = []
+        for ids in groups:
+            new = [c for c in ids if c not in cosine and c not in wanted]
+            if len(new) <= budget[0]:
+                budget[0] -= len(new)
+                wanted.update(new)
+                todo.extend(new)
+                usable.append(ids)
+            else:
+                usable.append([c for c in ids if c in cosine])
+        if todo:
+            cosine.update(self.cosines(todo, vectors))
+        out: list[str | None] = []
+        for ids in usable:
+            scored = [c for c in ids if c in cosine]
+            out.append(max(scored, key=cosine.__getitem__) if scored else None)
+        return out
+
+    # -- labels -----------------------------------------------------------------------------
+    def label_first(
+        self, query: str, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray,
+        cosine: dict[str, float], docs: int = 3,
+    ) -> tuple[list[Hit], tuple[str, ...]]:
+        """Put first the sections a label in the query names ("Note 14", "box 1.1", "Item 7A").
+
+        The label is looked up (:class:`~proxypointer.labels.LabelLookup`) in the documents
+        of the best-ranked hits, in rank order (at most ``docs`` of them); in the first that
+        defines it, each named section (at most :data:`LABEL_TARGETS`) contributes one chunk
+        of its subtree, ahead of every other hit: the best-ranked one among ``hits`` (so "the
+        questions answered by chapter 2" reaches the chapter's Questions subsection, which the
+        title ranking matched), else the one with the highest cosine similarity. A query that
+        names no label costs one regular-expression test.
+
+        Args:
+            query: The query as searched.
+            hits: The fused hits, best first.
+            where: Metadata filter (a labelled chunk must match it).
+            vectors: The query vectors.
+            cosine: Known cosines; the chunks scored here are added.
+            docs: Most documents looked up.
+
+        Returns:
+            ``(hits, labelled)``: the hits with the labelled chunks first (score = the best
+            hit's + 1, minus 0.01 per place), and those chunk ids; ``(hits, ())`` unchanged when
+            no label resolves.
+        """
+        if not hits or not mentions_label(query):
+            return hits, ()
+        tried: list[tuple[str, str]] = []
+        for h in hits:
+            key = (h.metadata.get("doc_id", ""), h.metadata.get("version", ""))
+            if key in tried:
+                continue
+            tried.append(key)
+            if len(tried) > docs:
+                break
+            named = self.labels.named(query, *key)
+            live = self.trees.get(*key) if named else None
+            if live is None:
+                continue
+            groups = [live.subtree_chunks(node) for node in named[:LABEL_TARGETS]]
+            ranked = [next((x.chunk_id for x in hits if x.chunk_id in set(g)), None) for g in groups]
+            unranked = [g if r is None else [] for g, r in zip(groups, ranked, strict=True)]
+            scored = self._best_chunks(unranked, vectors, cosine, [SUBTREE_SCORED_CHUNKS])
+            best = [r or c for r, c in zip(ranked, scored, strict=True) if r or c]
+            lead = self._matching([_id_hit(c, 0.0) for c in dict.fromkeys(best)], where)
+            if lead:
+                top = hits[0].score
+                lead = [replace(x, score=top + 1.0 - 0.01 * i) for i, x in enumerate(lead)]
+                ids = {x.chunk_id for x in lead}
+                return lead + [x for x in hits if x.chunk_id not in ids], tuple(x.chunk_id for x in lead)
+        return hits, ()
 
     # -- title routing ----------------------------------------------------------------------
     def route(self, query: str, where: dict[str, Any] | None) -> Route:
@@ -505,8 +632,10 @@ class Ranker:
 
         Returns:
             The fused ranking: with only the dense ranking, its hits and cosine scores; else
-            ``fuse_rrf`` of dense (weight 1), lexical (``lexical_weight``) and routed
-            (``title_routing_weight``) rankings, with fused scores.
+            ``fuse_rrf`` of dense (weight 1), lexical (``lexical_weight``), routed
+            (``title_routing_weight``) and title-field (``title_weight``, :meth:`titles`)
+            rankings, with fused scores. With ``label_lookup``, the sections a label in the
+            query names come first (:meth:`label_first`).
         """
         cfg = self.config
         vectors = self.query_vectors(route.query)
@@ -521,8 +650,14 @@ class Ranker:
             cosine.update((h.chunk_id, h.score) for h in routed)
             rankings.append(routed)
             weights.append(cfg.title_routing_weight)
+        if cfg.title_weight > 0:
+            rankings.append(self.titles(route.query, n, route.where, vectors, cosine))
+            weights.append(cfg.title_weight)
         hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
-        return Ranking(hits, cosine, vectors)
+        labelled: tuple[str, ...] = ()
+        if cfg.label_lookup:
+            hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine)
+        return Ranking(hits, cosine, vectors, labelled)
 
     # -- records ----------------------------------------------------------------------------
     def live(self, hits: Iterable[Hit]) -> list[Hit]:
@@ -578,6 +713,19 @@ def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:
         part = offsets[i : i + limit]
         out.append(text[part[0][0] : part[-1][1]])
     return out
+
+
+def _filter_docs(where: dict[str, Any] | None) -> tuple[list[str] | None, bool]:
+    """``(doc_ids, exact)``: the documents a filter allows, and whether they are all it asks.
+
+    A plain doc_id filter gives its ids (exact); an ``$and`` holding one gives those ids (not
+    exact: the other conditions are checked on the hits); anything else gives None.
+    """
+    doc_ids = filter_doc_ids(where)
+    if doc_ids is None and where and "$and" in where:  # documents and more: search the documents
+        ids = next((ids for c in where["$and"] if (ids := filter_doc_ids(c)) is not None), None)
+        return ids, False
+    return doc_ids, doc_ids is not None or not where
 
 
 def _normal(text: str) -> str:

@@ -15,10 +15,12 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .datauri import replace_data_uris
+from .delivery import Delivery, OutlineEntry, cut_to_tokens, plan_delivery
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
 from .ranking import Ranker, Ranking, Route, score_sections
@@ -42,16 +44,22 @@ class Section:
         node_id: Stable node id (``preamble``, or ``w0001``... for fallback windows).
         title: Section title.
         breadcrumb: Titles from the document title down to this section.
-        start_line: First line, 1-based inclusive: the heading line itself.
-        end_line: Last line, 1-based inclusive (the whole subtree).
-        text: Exact stored source lines ``start_line..end_line``, joined with ``\\n``.
+        start_line: First line of the section, 1-based inclusive: the heading line itself.
+        end_line: Last line of the section, 1-based inclusive (the whole subtree).
+        text: What is delivered (see ``delivery``): the exact stored source lines
+            ``text_start_line..text_end_line``, joined with ``\\n``; only a single line longer
+            than ``retrieval.own_text_tokens`` is cut, at a word-piece boundary. Its size is
+            bounded by the delivery policy in word pieces as a reader is shown them (inline
+            base64 payloads count as their placeholder, shared case 31).
         score: Cosine similarity between the query and the chunk ``chunk_id`` (the section's
             best-ranked chunk), in every scoring mode; higher is better. For a query longer
             than the model reads, the best over the query's windows; for a query that title
             routing sends to the document whose title it names, the query without that title.
             For a section added by :mod:`proxypointer.references`, the citing section's.
         chunk_text: Text of that chunk (``""`` for a section added by references).
-        citation: ``<doc_id><suffix>#L<start>-L<end>``, e.g. ``handbook.md#L120-L188``.
+        citation: ``<doc_id><suffix>#L<start>-L<end>`` of the delivered lines
+            (``text_start_line..text_end_line``), e.g. ``handbook.md#L120-L188``;
+            :attr:`node_citation` cites the whole section.
         source: Path of the file the section was indexed from.
         kind: ``heading``, ``preamble`` or ``window``.
         level: Heading level (0 for preamble and windows).
@@ -63,8 +71,17 @@ class Section:
             ``retrieval.section_scoring`` over fused RRF chunk scores. Comparable only within
             one result list.
         reached_via: For a section added by :mod:`proxypointer.references`, the citing section
-            as ``<breadcrumb> (L<start>-L<end>)``, or ``"query"`` for a label named in the
-            query; ``""`` otherwise.
+            as ``<breadcrumb> (L<start>-L<end>)``; ``"query"`` for a section put first because
+            the query names its label, or that of a section enclosing it
+            (``retrieval.label_lookup``); ``""`` otherwise.
+        delivery: What ``text`` holds (:mod:`proxypointer.delivery`, ``retrieval.subtree_cap_tokens``):
+            ``subtree`` (the whole section, ``start_line..end_line``), ``own_text`` (its heading
+            and own text, before its first subsection) or ``excerpt`` (one window of its own
+            text around its best-ranked chunks).
+        text_start_line: First delivered line, 1-based inclusive.
+        text_end_line: Last delivered line, 1-based inclusive.
+        outline: The section's children, one entry each (title, lines, citation), when
+            ``delivery`` is not ``subtree``: where a reader can follow. Not part of ``text``.
     """
 
     doc_id: str
@@ -85,11 +102,21 @@ class Section:
     chunk_id: str = ""
     rank_score: float = 0.0
     reached_via: str = ""
+    delivery: str = "subtree"
+    text_start_line: int = 0
+    text_end_line: int = 0
+    outline: tuple[OutlineEntry, ...] = ()
+
+    @property
+    def node_citation(self) -> str:
+        """``<doc_id><suffix>#L<start>-L<end>`` of the whole section (``start_line..end_line``)."""
+        return f"{self.citation.split('#', 1)[0]}#L{self.start_line}-L{self.end_line}"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (breadcrumb as a list)."""
+        """JSON-ready form (breadcrumb as a list, outline as a list of dicts)."""
         d = asdict(self)
         d["breadcrumb"] = list(self.breadcrumb)
+        d["outline"] = [e.to_dict() for e in self.outline]
         return d
 
 
@@ -112,6 +139,8 @@ def build_section(
     chunk_start_line: int | None = None,
     chunk_end_line: int | None = None,
     reached_via: str = "",
+    delivery: Delivery | None = None,
+    tokenizer: Any = None,
 ) -> Section:
     """Make a :class:`Section`: every Section is built here (from a chunk hit or a tree node).
 
@@ -134,6 +163,9 @@ def build_section(
         chunk_start_line: Its first line (default ``start_line``), 1-based inclusive.
         chunk_end_line: Its last line (default ``end_line``), 1-based inclusive.
         reached_via: See :attr:`Section.reached_via`.
+        delivery: What to deliver (:func:`~proxypointer.delivery.plan_delivery`); None: the
+            whole section.
+        tokenizer: Counts word pieces; needed only when ``delivery.max_tokens`` is set.
 
     Returns:
         The section, its ``text`` sliced from ``lines``.
@@ -141,6 +173,11 @@ def build_section(
     Raises:
         StaleSourceError: If ``end_line`` is past the end of ``lines``.
     """
+    d = delivery or Delivery("subtree", start_line, end_line)
+    text = slice_lines(lines if isinstance(lines, list) else list(lines), d.start_line, d.end_line)
+    if d.max_tokens > 0 and tokenizer is not None:
+        text = cut_to_tokens(text, d.max_tokens, tokenizer)
+    base = f"{doc_id}{Path(source).suffix or '.md'}"
     return Section(
         doc_id=doc_id,
         node_id=node_id,
@@ -148,10 +185,10 @@ def build_section(
         breadcrumb=tuple(breadcrumb),
         start_line=start_line,
         end_line=end_line,
-        text=slice_lines(list(lines), start_line, end_line),
+        text=text,
         score=float(score),
         chunk_text=chunk_text,
-        citation=f"{doc_id}{Path(source).suffix or '.md'}#L{start_line}-L{end_line}",
+        citation=f"{base}#L{d.start_line}-L{d.end_line}",
         source=source,
         kind=kind,
         level=level,
@@ -160,6 +197,10 @@ def build_section(
         chunk_id=chunk_id,
         rank_score=float(rank_score),
         reached_via=reached_via,
+        delivery=d.kind,
+        text_start_line=d.start_line,
+        text_end_line=d.end_line,
+        outline=d.outline,
     )
 
 
@@ -178,12 +219,13 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class _Candidate:
-    """One ranked section before hydration: its pointer hit, its best-ranked chunk, its ranking."""
+    """One ranked section: its pointer hit, its best-ranked chunk, its ranking, its hits best first."""
 
     section: Hit
     chunk: Hit
     rank_score: float
     ranking: Ranking
+    group: tuple[Hit, ...] = ()
 
 
 def check_query(query: str) -> str:
@@ -203,8 +245,9 @@ def check_query(query: str) -> str:
 class Retriever:
     """Query an :class:`~proxypointer.pipeline.Index` and get whole sections back.
 
-    Thread-safe: its caches (stored source lines of 64 document versions, section extents of
-    1,024 for ``nested: merge``) are bounded and guarded by a lock.
+    Thread-safe: its caches (stored source lines of 64 document versions, the word pieces of
+    each line of 256; the ranker's stored trees and label indexes) are bounded and guarded by
+    locks.
 
     Args:
         index: The index to read (its embedder embeds the queries).
@@ -221,7 +264,8 @@ class Retriever:
         self.ranker = ranker or Ranker(index)
         self._lock = threading.Lock()
         self._lines: OrderedDict[str, list[str]] = OrderedDict()  # doc_hash -> stored lines; 64 kept
-        self._spans: OrderedDict[tuple[str, str], dict[str, tuple[int, int]]] = OrderedDict()  # 1,024 kept
+        self._tokens: OrderedDict[str, list[int]] = OrderedDict()  # doc_hash -> tokens per line; 256 kept
+        self._reader: OrderedDict[str, list[int]] = OrderedDict()  # the same, data-URI payloads as placeholders
 
     # -- scope --------------------------------------------------------------------------------
     def require_store(self) -> None:
@@ -334,7 +378,13 @@ class Retriever:
             inside another one returned: an enclosing section among the candidates takes the
             place of its best-ranked subsection. A query that title routing sends to the
             document it names gets that document's sections first, then (when it has fewer
-            than ``k``) the best of the others for the same query without the title.
+            than ``k``) the best of the others for the same query without the title. A
+            section named by a label in the query comes first (``retrieval.label_lookup``);
+            sections whose only chunk is breadcrumb-only come after all others
+            (``retrieval.demote_empty``). Each section's ``text`` is what the delivery policy
+            gives (``retrieval.subtree_cap_tokens``, :mod:`proxypointer.delivery`): the whole
+            section when it has at most ``subtree_cap_tokens`` tokens, else its own text (cut
+            to ``own_text_tokens``) and an ``outline`` of its children.
 
         Raises:
             ConfigError: If ``k`` < 1, the query is empty, or a filter is not supported.
@@ -368,10 +418,12 @@ class Retriever:
         """Rank chunks, score sections, over-fetch more until ``k`` are found or none are left.
 
         The one over-fetch loop of every scoring mode (dense or hybrid, max, sum or rrf, routed,
-        nested keep or merge).
+        nested keep or merge). With ``demote_empty``, sections whose only chunk is
+        breadcrumb-only go after the others, and the loop goes on until ``k`` sections with
+        text are found.
 
         Ids first: ranking and grouping use the pointers carried by chunk ids; records are read
-        for the ``k`` winners only (docs/benchmarks.md, query latency).
+        for the winners only (docs/benchmarks.md, query latency).
         """
         cfg = self.config
         n = max(cfg.overfetch, 3 * k)
@@ -379,15 +431,47 @@ class Retriever:
         while True:
             ranking = self.ranker.rank(route, n)
             scored = score_sections(ranking.hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-            found = [_Candidate(group[0], group[0], score, ranking) for score, group in scored]
+            found = [_Candidate(group[0], group[0], score, ranking, tuple(group)) for score, group in scored]
             if cfg.nested == "merge":
                 found = self._merge_nested(found)
-            if len(found) >= k:
+            with_text = len(found)
+            if cfg.demote_empty:
+                found, with_text = self._demote_empty(found, k, set(ranking.labelled))
+            if with_text >= k:
                 return found[:k]
             total = self.index.store.count() if total < 0 else total
             if n >= total:
-                return found
+                return found[:k]
             n *= 2
+
+    def _demote_empty(self, found: list[_Candidate], k: int, labelled: set[str]) -> tuple[list[_Candidate], int]:
+        """Move sections whose best chunk is breadcrumb-only (``empty_body``) after the others.
+
+        Reads the records of the candidates in rank order, ``k`` at a time, until ``k`` with
+        text are known (the rest keep their order behind them). A section named by a label in
+        the query (its chunk in ``labelled``) stays where it is.
+
+        Returns:
+            ``(candidates, known with text)``: those with text first.
+        """
+        text: list[_Candidate] = []
+        empty: list[_Candidate] = []
+        i = 0
+        while i < len(found) and len(text) < k:
+            batch = found[i : i + k]
+            i += k
+            full = {h.chunk_id: h for h in self.ranker.hydrate([c.section for c in batch])}
+            for c in batch:
+                h = full.get(c.section.chunk_id)
+                if h is None:  # gone meanwhile: _sections raises StaleSourceError and searches again
+                    text.append(c)
+                    continue
+                c = replace(c, section=h, chunk=h if c.chunk.chunk_id == h.chunk_id else c.chunk)
+                if h.metadata.get("empty_body") and c.chunk.chunk_id not in labelled:
+                    empty.append(c)
+                else:
+                    text.append(c)
+        return text + empty + found[i:], len(text)
 
     def _fill(self, first: list[_Candidate], more: list[_Candidate], k: int) -> list[_Candidate]:
         keys = {_key(c.section) for c in first}
@@ -417,17 +501,40 @@ class Retriever:
                 cosine.update(self.ranker.cosines(ids, ranking.vectors))
         return [
             self._section(full[c.section.chunk_id], full[c.chunk.chunk_id], cosine.get(c.chunk.chunk_id, 0.0),
-                          c.rank_score)
+                          c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "")
             for c in candidates
         ]
 
-    def section_of_hit(self, hit: Hit, score: float, rank_score: float) -> Section:
-        """Build the whole section of a hydrated chunk hit, with that chunk as its best-ranked chunk."""
-        return self._section(hit, hit, score, rank_score)
+    def section_of_hit(self, hit: Hit, score: float, rank_score: float, group: Sequence[Hit] = ()) -> Section:
+        """Build the section of a hydrated chunk hit, with that chunk as its best-ranked chunk.
 
-    def _section(self, section: Hit, chunk: Hit, score: float, rank_score: float) -> Section:
+        Args:
+            hit: The chunk hit (its metadata is the section's pointer).
+            score: See :attr:`Section.score`.
+            rank_score: See :attr:`Section.rank_score`.
+            group: The section's hits, best first (the seed of an excerpt; default ``hit``).
+
+        Returns:
+            The section, delivered by the policy of ``retrieval.subtree_cap_tokens``.
+        """
+        return self._section(hit, hit, score, rank_score, tuple(group) or (hit,))
+
+    def _section(self, section: Hit, chunk: Hit, score: float, rank_score: float,
+                 group: Sequence[Hit] = (), reached_via: str = "") -> Section:
         m, c = section.metadata, chunk.metadata
         start, end = int(m["start_line"]), int(m["end_line"])
+        lines = self.source_lines(m["doc_hash"])
+        delivery = None
+        if self.config.subtree_cap_tokens > 0:
+            live = self.ranker.trees.get(m["doc_id"], m.get("version"))
+            node = live.node(m["node_id"]) if live is not None else None
+            own = [h for h in (chunk, *group) if h.metadata.get("node_id") == m["node_id"]]
+            delivery = self.deliver(
+                m["doc_hash"], m["doc_id"], str(m.get("source", "")), start, end,
+                node.body_end_line if node is not None else int(m.get("body_end_line", end)),
+                live.tree.children(node.node_id) if node is not None else (),
+                own,
+            )
         return build_section(
             doc_id=m["doc_id"],
             node_id=m["node_id"],
@@ -437,7 +544,7 @@ class Retriever:
             level=int(m.get("level", 0)),
             start_line=start,
             end_line=end,
-            lines=self.source_lines(m["doc_hash"]),
+            lines=lines,
             source=str(m.get("source", "")),
             score=score,
             rank_score=rank_score,
@@ -445,7 +552,106 @@ class Retriever:
             chunk_text=chunk.text,
             chunk_start_line=int(c.get("chunk_start_line", start)),
             chunk_end_line=int(c.get("chunk_end_line", end)),
+            reached_via=reached_via,
+            delivery=delivery,
+            tokenizer=self.index.embedder.tokenizer,
         )
+
+    def deliver(
+        self,
+        doc_hash: str,
+        doc_id: str,
+        source: str,
+        start_line: int,
+        end_line: int,
+        body_end_line: int,
+        children: Sequence[Any],
+        hits: Sequence[Hit] = (),
+    ) -> Delivery:
+        """Apply the delivery policy (``retrieval.subtree_cap_tokens``) to one section.
+
+        Args:
+            doc_hash: The document version's stored text.
+            doc_id: Its id (for citations).
+            source: Path it was indexed from (its suffix goes in citations).
+            start_line: The section's first line, 1-based inclusive.
+            end_line: Its last line (whole subtree), 1-based inclusive.
+            body_end_line: Last line of its own text, 1-based inclusive.
+            children: Its child nodes, in document order.
+            hits: Its own chunk hits that ranked, best first (the seed of an excerpt); those
+                without text and metadata are read from their records.
+
+        Returns:
+            The delivery (:func:`~proxypointer.delivery.plan_delivery`).
+        """
+        cfg = self.config
+        toks = self.reader_tokens(doc_hash)
+        whole = sum(toks[start_line - 1 : end_line])
+        ranges: list[tuple[int, int]] = []
+        if cfg.subtree_cap_tokens and whole > cfg.subtree_cap_tokens:
+            own = sum(toks[start_line - 1 : max(start_line, min(body_end_line, end_line))])
+            if own > cfg.own_text_tokens and hits:  # an excerpt: where did its chunks match?
+                unique = list({h.chunk_id: h for h in hits}.values())
+                for h in self.ranker.hydrate(unique):
+                    hm = h.metadata
+                    ranges.append((int(hm.get("chunk_start_line", start_line)),
+                                   int(hm.get("chunk_end_line", end_line))))
+        return plan_delivery(
+            start_line=start_line,
+            end_line=end_line,
+            body_end_line=body_end_line,
+            children=children,
+            line_tokens=toks,
+            chunks=ranges,
+            cap_tokens=cfg.subtree_cap_tokens,
+            own_tokens=cfg.own_text_tokens,
+            citation_base=f"{doc_id}{Path(source).suffix or '.md'}",
+        )
+
+    def reader_tokens(self, doc_hash: str) -> list[int]:
+        """Word pieces of each stored line as a reader is shown it (index 0 is line 1).
+
+        :meth:`line_tokens`, except that a line with an inline base64 ``data:`` payload counts
+        it as its placeholder (``[image: alt]``, shared case 31: ``ask`` shows the model that,
+        and a payload must not make a one-paragraph section "big"). The delivery policy
+        measures sections with these counts.
+        """
+        counts = self.line_tokens(doc_hash)
+        with self._lock:
+            got = self._reader.get(doc_hash)
+            if got is not None:
+                self._reader.move_to_end(doc_hash)
+                return got
+        lines = self.source_lines(doc_hash)
+        tok = self.index.embedder.tokenizer
+        got = counts
+        if any("base64," in x for x in lines):
+            got = [tok.count(replace_data_uris(x)) if "base64," in x else n for x, n in zip(lines, counts, strict=True)]
+        with self._lock:
+            self._reader[doc_hash] = got
+            while len(self._reader) > 256:
+                self._reader.popitem(last=False)
+        return got
+
+    def line_tokens(self, doc_hash: str) -> list[int]:
+        """Word pieces of each stored line of a document version (index 0 is line 1), from a small LRU.
+
+        Raises:
+            StaleSourceError: If the stored copy is missing.
+        """
+        with self._lock:
+            counts = self._tokens.get(doc_hash)
+            if counts is not None:
+                self._tokens.move_to_end(doc_hash)
+                return counts
+        lines = self.source_lines(doc_hash)
+        tok = self.index.embedder.tokenizer
+        counts = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
+        with self._lock:
+            self._tokens[doc_hash] = counts
+            while len(self._tokens) > 256:
+                self._tokens.popitem(last=False)
+        return counts
 
     def source_lines(self, doc_hash: str) -> list[str]:
         """Lines of a stored source (index 0 is line 1), from a small LRU (sources are immutable).
@@ -505,24 +711,14 @@ class Retriever:
         half of the document's lines).
         """
         m = hit.metadata
-        doc_id, version = m.get("doc_id", ""), m.get("version", "")
-        key = (doc_id, version)
-        with self._lock:
-            nodes = self._spans.get(key)
-        if nodes is None:
-            rec = self.index.registry.get(doc_id)
-            every: dict[str, tuple[int, int]] = {}
-            if rec is not None and rec.version == version:
-                for n in json.loads(self.index.registry.tree_json(doc_id) or "[]"):
-                    every[n[0]] = (int(n[3]), int(n[4]))
-            n_lines = max((e for _, e in every.values()), default=0)
-            nodes = {k: v for k, v in every.items() if v[1] - v[0] + 1 <= n_lines / 2}
-            with self._lock:
-                self._spans[key] = nodes
-                while len(self._spans) > 1024:
-                    self._spans.popitem(last=False)
-        span = nodes.get(m.get("node_id", ""))
-        return None if span is None else (doc_id, span[0], span[1])
+        live = self.ranker.trees.get(m.get("doc_id", ""), m.get("version", ""))
+        node = live.node(m.get("node_id", "")) if live is not None else None
+        if node is None:
+            return None
+        n_lines = max((n.end_line for n in live.tree.nodes), default=0)
+        if node.end_line - node.start_line + 1 > n_lines / 2:
+            return None
+        return live.doc_id, node.start_line, node.end_line
 
 
 def _key(hit: Hit) -> tuple[str, str]:

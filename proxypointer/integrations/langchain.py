@@ -1,11 +1,15 @@
 """LangChain retriever over a proxypointer index: whole sections as ``Document``s.
 
-Each ``Document`` holds one delivered section: ``page_content`` is the section's exact source
-text (lines ``start_line..end_line``), ``id`` is ``<doc_id>#<node_id>``, and ``metadata``
-carries ``doc_id``, ``node_id``, ``breadcrumb`` (list of titles, document title first),
-``lines`` (``[start_line, end_line]``, 1-based inclusive), ``citation``
-(``<doc>.md#L<start>-L<end>``), ``score`` (cosine similarity of the best chunk, higher is
-better), ``rank_score`` (what ordered the sections), plus ``title``, ``source`` and ``kind``.
+Each ``Document`` holds one delivered section: ``page_content`` is the section's delivered
+text (exact source lines ``text_lines``: the whole section, or for a big one its own text; see
+``proxypointer.delivery``), ``id`` is ``<doc_id>#<node_id>``, and ``metadata`` carries
+``doc_id``, ``node_id``, ``breadcrumb`` (list of titles, document title first), ``lines``
+(``[start_line, end_line]`` of the whole section, 1-based inclusive), ``text_lines`` (the
+delivered ``[first, last]``), ``citation`` (``<doc>.md#L<first>-L<last>`` of the delivered
+lines), ``delivery`` (``subtree``, ``own_text`` or ``excerpt``), ``outline`` (the children
+of a section not delivered whole: a list of ``{node_id, title, start_line, end_line,
+citation}``), ``score`` (cosine similarity of the best chunk, higher is better),
+``rank_score`` (what ordered the sections), plus ``title``, ``source`` and ``kind``.
 
 As LangChain retrievers do, ``invoke`` takes the number of sections per call
 (``retriever.invoke(query, k=1)``), and the filters too (``doc_ids``, ``source_prefix``,
@@ -70,7 +74,10 @@ def section_to_document(section: Section) -> Document:
             "node_id": section.node_id,
             "breadcrumb": list(section.breadcrumb),
             "lines": [section.start_line, section.end_line],
+            "text_lines": [section.text_start_line, section.text_end_line],
             "citation": section.citation,
+            "delivery": section.delivery,
+            "outline": [e.to_dict() for e in section.outline],
             "score": section.score,
             "rank_score": section.rank_score,
             "title": section.title,

@@ -293,10 +293,12 @@ class Service:
 
         Returns:
             ``{"query", "k", "max_tokens", "tokens", "sections": [...]}``. Each section is
-            ``Section.to_dict()`` (citation, breadcrumb, start_line, end_line, score, ...)
-            without ``chunk_text``, whose ``text`` is the stored
-            lines ``start_line..text_end_line`` (``text_end_line`` = ``start_line - 1`` when
-            none fit), with ``tokens``, ``truncated`` and ``next_start_line`` (None when whole).
+            ``Section.to_dict()`` (citation, breadcrumb, start_line, end_line, score,
+            delivery, outline, ...) without ``chunk_text``, whose ``text`` is the stored lines
+            ``text_start_line..text_end_line`` of what retrieval delivered (the whole section,
+            or for a big one its own text, with its children in ``outline``;
+            ``text_end_line`` = ``text_start_line - 1`` when none fit), with ``tokens``,
+            ``truncated`` and ``next_start_line`` (None when whole).
 
         Raises:
             BadRequest: On an empty or too long query, k or max_tokens out of range.

@@ -141,19 +141,24 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
         tokenizer: Has ``count(text) -> int``.
 
     Returns:
-        ``(result, tokens)``: the dict without ``chunk_text``,
-        ``text`` = stored lines ``start_line..text_end_line``, with ``tokens``,
-        ``truncated`` and ``next_start_line`` (None when whole); and the tokens used.
+        ``(result, tokens)``: the dict without ``chunk_text``, ``text`` = the section's
+        delivered text (stored lines from ``text_start_line``: the whole section, or for a big
+        one its own text, with ``delivery`` and ``outline`` saying so) cut to whole lines
+        within ``budget``, ``text_end_line`` its last line, with ``tokens``, ``truncated`` and
+        ``next_start_line`` (None when whole); and the tokens used. The outline (titles and
+        citations of the children) is structured data and does not count against the budget.
     """
     d = section.to_dict()
     for key in _DROPPED_FIELDS:
         d.pop(key, None)
     lines = section.text.split("\n")
+    first = section.text_start_line or section.start_line
     n, n_tok = fit_lines(lines, budget, tokenizer) if budget > 0 else (0, 0)
     whole = n == len(lines)
     d["text"] = "\n".join(lines[:n])
-    d["text_end_line"] = section.start_line + n - 1
+    d["text_start_line"] = first
+    d["text_end_line"] = (section.text_end_line or section.end_line) if whole else first + n - 1
     d["tokens"] = n_tok
     d["truncated"] = not whole
-    d["next_start_line"] = None if whole else section.start_line + n
+    d["next_start_line"] = None if whole else first + n
     return d, n_tok

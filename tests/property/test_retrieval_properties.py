@@ -1,8 +1,11 @@
 """Retrieval invariants over random small stores (fake embedder, real Chroma and registry).
 
 ``retrieve(k)`` returns ``min(k, sections in scope)`` distinct sections in every scoring mode
-(dense or hybrid; max, sum or rrf; title routing; nested keep or merge), with any allow-list,
-and each section's ``score`` is the cosine similarity of its chunk.
+(dense or hybrid; max, sum or rrf; title routing; title field; label lookup; breadcrumb-only
+sections demoted or not; nested keep or merge), with any allow-list, and each section's
+``score`` is the cosine similarity of its chunk. Delivered sections never exceed the cap the
+delivery policy promises (``retrieval.subtree_cap_tokens`` / ``own_text_tokens``), and their
+text is exactly the stored lines they cite.
 """
 
 from __future__ import annotations
@@ -22,9 +25,15 @@ from proxypointer.retrieval import Retriever
 WORDS = ("kettle", "descale", "vinegar", "toaster", "crumb", "fridge", "leave", "pay", "pump", "pressure",
          "buffer", "warranty", "returns", "notice", "period", "guide")
 
+#: The pipeline before the reports round: dense, best chunk, no title field or label lookup.
+BEFORE = {"title_weight": 0.0, "label_lookup": False, "demote_empty": False, "subtree_cap_tokens": 0}
+
 MODES = (
     {},
-    {"hybrid": True},
+    BEFORE,
+    {"hybrid": True, "section_scoring": "sum", "section_top_n": 2, "rrf_k": 5, "lexical_weight": 0.5,
+     "title_routing_docs": 1},
+    {"hybrid": True, **BEFORE},
     {"section_scoring": "sum", "section_top_n": 2},
     {"section_scoring": "rrf", "hybrid": True, "rrf_k": 5},
     {"hybrid": True, "title_routing_docs": 1},
@@ -33,19 +42,26 @@ MODES = (
 )
 
 _words = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join)
+#: Words and labels ("Note 3", "Box 1.2") so that label lookup has something to find.
+_labels = st.sampled_from(["Note 3", "Box 1.2", "Item 7A", "Annex Table A2", "Chapter 2"])
 _section = st.tuples(st.integers(2, 4), st.sampled_from(WORDS), _words)
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> str:
-    """A markdown document: optional preamble, then headed sections (or no heading at all)."""
+def documents(draw: st.DrawFn, paragraphs: int = 1) -> str:
+    """A markdown document: optional preamble, then headed sections (or no heading at all).
+
+    Each section has up to ``paragraphs`` paragraphs of up to 12 words.
+    """
     title = draw(st.sampled_from(WORDS)).title() + " " + draw(st.sampled_from(WORDS))
     lines = [f"# {title}", ""] if draw(st.booleans()) else []
     preamble = draw(_words)
     if preamble:
         lines += [preamble, ""]
     for level, word, body in draw(st.lists(_section, min_size=0, max_size=6)):
-        lines += [f"{'#' * level} {word.title()}", ""] + ([body, ""] if body else [])
+        label = f"{draw(_labels)} " if draw(st.booleans()) else ""
+        more = draw(st.lists(_words.filter(bool), max_size=paragraphs - 1)) if body else []
+        lines += [f"{'#' * level} {label}{word.title()}", ""] + [x for p in [body, *more] if p for x in (p, "")]
     text = "\n".join(lines).strip()
     return text or draw(_words.filter(bool))
 
@@ -53,7 +69,7 @@ def documents(draw: st.DrawFn) -> str:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    query=st.lists(st.sampled_from(WORDS) | _labels, min_size=1, max_size=4).map(" ".join),
     k=st.integers(1, 12),
     allow=st.sampled_from(["all", "none", "first"]),
 )
@@ -82,3 +98,39 @@ def test_retrieve_returns_min_k_and_sections_in_every_mode(docs, query, k, allow
                     q = embedder.encode_query(r.ranker.route(query, r.scope(doc_ids=doc_ids).where).query)
                     cosine = dict(zip(found, (vectors @ q).tolist(), strict=True))
                     assert all(abs(s.score - cosine[s.chunk_id]) < 1e-5 for s in got), mode
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(documents(paragraphs=6), min_size=1, max_size=3),
+    query=st.lists(st.sampled_from(WORDS) | _labels, min_size=1, max_size=4).map(" ".join),
+    cap=st.integers(0, 120),
+    own=st.integers(1, 60),
+)
+def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own):
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus"
+        corpus.mkdir()
+        texts = {}
+        for i, text in enumerate(docs):
+            texts[f"doc{i}"] = text + "\n"
+            (corpus / f"doc{i}.md").write_text(text + "\n", encoding="utf-8")
+        embedder = HashingEmbedder()
+        cfg = ProxyPointerConfig(retrieval=RetrievalConfig(subtree_cap_tokens=cap, own_text_tokens=own))
+        with Index(Path(tmp) / "store", cfg, embedder) as idx:
+            assert not idx.ingest([corpus], show_progress=False).failed
+            tok = embedder.tokenizer
+            for s in Retriever(idx).retrieve(query, k=12):
+                n = tok.count(s.text)
+                if s.delivery == "subtree":
+                    assert cap == 0 or n <= cap, (s.citation, n, cap)
+                    assert (s.text_start_line, s.text_end_line) == (s.start_line, s.end_line) and not s.outline
+                else:
+                    assert n <= own, (s.citation, s.delivery, n, own)
+                lines = texts[s.doc_id].split("\n")[s.text_start_line - 1 : s.text_end_line]
+                assert s.start_line <= s.text_start_line <= s.text_end_line <= s.end_line
+                assert s.text == "\n".join(lines) or (s.delivery == "excerpt" and s.text_start_line == s.text_end_line
+                                                      and lines[0].startswith(s.text))
+                assert s.citation == f"{s.doc_id}.md#L{s.text_start_line}-L{s.text_end_line}"
+                for e in s.outline:  # the children, each inside the section, after its own text
+                    assert s.text_end_line < e.start_line <= e.end_line <= s.end_line

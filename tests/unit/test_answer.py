@@ -560,3 +560,30 @@ def test_prompt_shows_a_placeholder_for_inline_base64_images(tmp_path, make_inde
     shown = format_block(1, photos)
     assert not re.search(r"[A-Za-z0-9+/=]{101,}", shown)
     assert "Pump room" in shown and "two diesel pumps" in shown
+
+
+def test_a_big_section_is_shown_to_the_model_with_its_subsections_named(tmp_path, make_index):
+    import dataclasses
+
+    from proxypointer.context import Assembler
+    from proxypointer.delivery import format_outline
+    from proxypointer.retrieval import Retriever
+
+    cfg = ProxyPointerConfig()
+    index = make_index(dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, subtree_cap_tokens=100)))
+    index.ingest([DATA / "employee-handbook.md"], show_progress=False)
+    r = Retriever(index)
+    sections = r.retrieve("enhanced scheme on top of statutory entitlements for parental leave", k=1)
+    (s,) = sections
+    assert s.title == "3.2 Parental leave" and s.delivery == "own_text" and s.outline
+    tok = index.embedder.tokenizer
+    need = tok.count(s.text) + tok.count(format_outline(s.outline))
+    (block,) = Assembler(r).pack(sections, need)
+    assert block.outline == s.outline and (block.start_line, block.end_line) == (s.text_start_line, s.text_end_line)
+    shown = format_block(1, block)
+    assert shown.startswith(f"[1] {s.citation} | ") and "#### 3.2.1" not in shown
+    assert shown.endswith("\nSubsections not shown:\n" + format_outline(s.outline))
+    assert "- 3.2.1 Eligibility (L" in shown
+    # the outline counts against the budget: one token less and the section is cut, without it
+    (cut,) = Assembler(r).pack(sections, need - 1)
+    assert cut.outline == () and cut.tokens <= need - 1

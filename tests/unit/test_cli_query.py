@@ -100,3 +100,30 @@ def test_a_closed_stdout_ends_quietly(cli, capsys, store, monkeypatch):
         out.close()
     assert code == 141
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, capsys, tmp_path):
+    import yaml
+
+    config = tmp_path / "capped.yaml"
+    config.write_text(yaml.safe_dump({"retrieval": {"subtree_cap_tokens": 100, "own_text_tokens": 80}}))
+    store = tmp_path / "store"
+    from fakes import HashingEmbedder
+
+    from proxypointer.config import load_config
+    from proxypointer.pipeline import Index
+
+    with Index(store, load_config(config), HashingEmbedder()) as index:
+        assert not index.ingest([DATA / "employee-handbook.md"], show_progress=False).failed
+    question = "enhanced scheme on top of statutory entitlements for parental leave"
+    argv = ["query", question, "-k", "1", "--config", str(config), "--store", str(store)]
+    assert cli(argv) == 0
+    out = capsys.readouterr().out
+    head, body = out.split("\n\n", 1)
+    assert "3.2 Parental leave" in head and "is long: showing its own text" in head
+    assert "    subsections not shown:\n    - 3.2.1 Eligibility (L" in body
+    assert "#### 3.2.1" not in body  # the children's text is not printed
+    assert cli([*argv, "--json"]) == 0
+    (section,) = json.loads(capsys.readouterr().out)
+    assert section["delivery"] == "own_text" and section["outline"][0]["title"] == "3.2.1 Eligibility"
+    assert section["citation"] == f"employee-handbook.md#L{section['text_start_line']}-L{section['text_end_line']}"

@@ -67,11 +67,32 @@ def test_is_a_base_retriever_returning_whole_sections(lc_retriever, store, fake_
         assert m["doc_id"] == s.doc_id and m["node_id"] == s.node_id
         assert m["breadcrumb"] == list(s.breadcrumb)
         assert m["lines"] == [s.start_line, s.end_line]
-        assert m["citation"] == s.citation == f"employee-handbook.md#L{s.start_line}-L{s.end_line}"
+        assert m["text_lines"] == [s.text_start_line, s.text_end_line]
+        assert m["citation"] == s.citation == f"employee-handbook.md#L{s.text_start_line}-L{s.text_end_line}"
+        assert m["delivery"] == s.delivery and m["outline"] == [e.to_dict() for e in s.outline]
         assert m["score"] == pytest.approx(s.score)
     lines = (DATA / "employee-handbook.md").read_text().splitlines()
-    first = docs[0].metadata["lines"]
+    first = docs[0].metadata["text_lines"]
     assert docs[0].page_content == "\n".join(lines[first[0] - 1 : first[1]])
+
+
+def test_a_big_section_carries_its_outline(store, fake_embedder):
+    import dataclasses
+
+    from proxypointer.pipeline import Index
+    from proxypointer.retrieval import Retriever
+
+    cfg = ProxyPointerConfig()
+    cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, subtree_cap_tokens=100))
+    r = ProxyPointerRetriever(retriever=Retriever(Index(store, cfg, fake_embedder)), k=5,
+                              doc_ids=["employee-handbook"])
+    try:
+        docs = r.invoke("enhanced scheme on top of statutory entitlements for parental leave")
+        capped = [d for d in docs if d.metadata["delivery"] != "subtree"]
+        outline = next(d.metadata["outline"] for d in capped if d.metadata["outline"])
+        assert {"node_id", "title", "start_line", "end_line", "citation"} == set(outline[0])
+    finally:
+        r.close()
 
 
 def test_async_matches_sync(lc_retriever):

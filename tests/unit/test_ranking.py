@@ -157,3 +157,61 @@ def test_lexical_search_looks_inside_the_filtered_documents(make_index, tmp_path
     # b's chunks rank below a's: they are still found when the filter names b with another condition
     got = ranker.hydrate(ranker.lexical("kettle", 3, check_where({"doc_id": "b", "kind": "heading"})))
     assert len(got) == 3 and {(h.metadata["doc_id"], h.metadata["kind"]) for h in got} == {("b", "heading")}
+
+
+# -- the title field and label lookup -------------------------------------------------------------
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def filing(make_index):
+    idx = make_index()
+    rep = idx.ingest([FIXTURES / "harborlight-10k-2023.md", FIXTURES / "water-for-growth-report.md"],
+                     show_progress=False)
+    assert rep.indexed == 2 and not rep.failed
+    return idx
+
+
+def _node_of(chunk_id):
+    return chunk_id.rsplit("::", 3)[2]
+
+
+def test_a_section_found_by_its_title_gives_its_best_chunk(filing):
+    ranker = Ranker(filing)
+    live = ranker.trees.get("harborlight-10k-2023")
+    bs = next(n for n in live.tree.nodes if n.title == "CONSOLIDATED BALANCE SHEETS")
+    vectors = ranker.query_vectors("balance sheet")
+    cosine: dict[str, float] = {}
+    hits = ranker.titles("balance sheet", 5, None, vectors, cosine)
+    assert _node_of(hits[0].chunk_id) in live.subtree(bs.node_id)
+    own = live.subtree_chunks(bs.node_id)
+    assert hits[0].chunk_id == max(own, key=cosine.__getitem__)  # the best chunk by cosine similarity
+    assert set(own) <= set(cosine) and hits[0].score > 0  # BM25 of the title; scored chunks are kept
+    assert len({h.chunk_id for h in hits}) == len(hits)
+    # "sheet" meets "SHEETS"; a document filter is honoured; a filter on other fields too
+    only = ranker.titles("balance sheet", 5, {"doc_id": "water-for-growth-report"}, vectors, {})
+    assert all(h.metadata["doc_id"] == "water-for-growth-report" for h in only)
+    level = ranker.titles("balance sheet", 5, {"level": {"$lte": 2}}, vectors, {})
+    assert all(h.metadata["level"] <= 2 for h in ranker.hydrate(level))
+    assert ranker.titles("the of and", 5, None, vectors, {}) == []  # stop words only
+
+
+def test_a_label_named_in_the_query_puts_its_section_first(filing):
+    ranker = Ranker(filing)
+    live = ranker.trees.get("harborlight-10k-2023")
+    note14 = next(n for n in live.tree.nodes if n.title.startswith("Note 14"))
+    route = ranker.route("What does Note 14 say about the revolving credit facility?", None)
+    ranking = ranker.rank(route, 20)
+    assert _node_of(ranking.hits[0].chunk_id) in live.subtree(note14.node_id)
+    assert ranking.labelled == (ranking.hits[0].chunk_id,)
+    assert ranking.hits[0].score > ranking.hits[1].score
+    assert ranking.hits[0].chunk_id in ranking.cosine
+    # the same question without the label lookup, and a question naming no label
+    off = Ranker(filing)
+    off.config = dataclasses.replace(filing.config.retrieval, label_lookup=False)
+    assert off.rank(route, 20).labelled == ()
+    fresh = Ranker(filing)
+    plain = fresh.rank(fresh.route("What is the revolving credit facility?", None), 20)
+    assert plain.labelled == () and not fresh.labels._cache  # no label named: no label index built
+    # a label no scoped document defines changes nothing
+    assert ranker.rank(ranker.route("What does Note 99 say?", None), 20).labelled == ()

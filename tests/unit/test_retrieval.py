@@ -1,5 +1,6 @@
 """Retrieval: dedupe by (doc_id, node_id), over-fetch, whole-section slicing, citations."""
 
+import dataclasses
 import shutil
 
 import pytest
@@ -51,11 +52,16 @@ def test_case_27_overfetch_until_k_distinct_sections(make_index, case27):
     assert len(got) == 3 and len({(s.doc_id, s.node_id) for s in got}) == 3
 
 
-def test_case_27_more_sections_than_exist_returns_all_once(case27):
+def test_case_27_more_sections_than_exist_returns_all_once(make_index, case27):
     idx, _ = case27
     got = Retriever(idx).retrieve("kettle", k=50)
     keys = [(s.doc_id, s.node_id) for s in got]
     assert len(keys) == len(set(keys)) == 5  # a: Warranty, Returns, Cleaning; b: Warranty, Crumb tray
+    assert [s.rank_score for s in got] == sorted((s.rank_score for s in got), reverse=True)
+    plain = RetrievalConfig(hybrid=False, title_weight=0, section_scoring="max")
+    dense = make_index(ProxyPointerConfig(retrieval=plain), store=idx.root)
+    got = Retriever(dense).retrieve("kettle", k=50)
+    assert len(got) == 5
     assert [s.score for s in got] == sorted((s.score for s in got), reverse=True)
     assert [s.rank_score for s in got] == [s.score for s in got]  # dense, max: ranked by the cosine
 
@@ -511,3 +517,84 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
     assert old and all(h.metadata["version"] == reader.registry.get("guide").version for h in old)
     (s,) = Retriever(reader).retrieve("descale with citric acid or vinegar", k=1)
     assert "vinegar" in s.text and "citric" not in s.text
+
+
+# -- delivery of big sections (retrieval.subtree_cap_tokens) -----------------------------------------
+GUIDE = "# Kettle Guide\n\nThis intro explains who the guide is for.\n\n" + "".join(
+    f"## Part {i}\n\n" + f"Part {i} words: descale the kettle with vinegar and rinse twice. " * 12 + "\n\n"
+    for i in range(1, 6))
+LONG = "# Manual\n\n## Long leaf\n\n" + "".join(
+    f"Line {i}: " + ("the filter of the pump is cleaned weekly" if i == 40 else "routine text about nothing much")
+    + "\n\n" for i in range(80))
+
+
+def _capped(make_index, tmp_path, text, name, chunk_tokens=64, **retrieval):
+    from proxypointer.config import ChunkingConfig
+
+    corpus = tmp_path / name
+    corpus.mkdir()
+    (corpus / f"{name}.md").write_text(text)
+    cfg = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=chunk_tokens), retrieval=RetrievalConfig(**retrieval))
+    idx = make_index(cfg, store=tmp_path / f"{name}-store")
+    assert not idx.ingest([corpus], show_progress=False).failed
+    return idx
+
+
+def test_a_hit_on_an_introduction_delivers_its_own_text_and_an_outline(make_index, tmp_path):
+    idx = _capped(make_index, tmp_path, GUIDE, "guide", subtree_cap_tokens=200, own_text_tokens=100)
+    lines = GUIDE.split("\n")
+    s = Retriever(idx).retrieve("who is the guide for? intro", k=1)[0]
+    assert (s.title, s.start_line, s.end_line) == ("Kettle Guide", 1, len(lines) - 1)  # the node's whole range
+    assert s.delivery == "own_text" and (s.text_start_line, s.text_end_line) == (1, 4)
+    assert s.text == "\n".join(lines[0:4]) and "## Part 1" not in s.text  # never the whole document
+    assert s.citation == "guide.md#L1-L4" and s.node_citation == f"guide.md#L1-L{len(lines) - 1}"
+    assert [e.title for e in s.outline] == [f"Part {i}" for i in range(1, 6)]
+    first = s.outline[0]
+    assert lines[first.start_line - 1] == "## Part 1"
+    assert first.citation == f"guide.md#L{first.start_line}-L{first.end_line}"
+    d = s.to_dict()
+    assert d["outline"][0]["title"] == "Part 1" and d["delivery"] == "own_text" and d["text_end_line"] == 4
+    # a small section is still delivered whole
+    part = Retriever(idx).retrieve("Part 3 words descale", k=1)[0]
+    assert part.title == "Part 3" and part.delivery == "subtree" and part.outline == ()
+    assert (part.text_start_line, part.text_end_line) == (part.start_line, part.end_line)
+    # cap 0: every section whole, as before the delivery policy
+    whole = make_index(dataclasses.replace(idx.config, retrieval=RetrievalConfig(subtree_cap_tokens=0)), store=idx.root)
+    s = Retriever(whole).retrieve("who is the guide for? intro", k=1)[0]
+    assert s.delivery == "subtree" and s.text == "\n".join(lines[:-1]) and s.citation == s.node_citation
+
+
+def test_a_long_leaf_is_cut_to_a_window_around_its_best_chunk(make_index, tmp_path):
+    idx = _capped(make_index, tmp_path, LONG, "manual", subtree_cap_tokens=300, own_text_tokens=120)
+    tok = idx.embedder.tokenizer
+    s = Retriever(idx).retrieve("how often is the pump filter cleaned", k=1)[0]
+    assert s.title == "Long leaf" and s.delivery == "excerpt" and s.outline == ()
+    assert "the filter of the pump is cleaned weekly" in s.text and tok.count(s.text) <= 120
+    assert s.text == "\n".join(LONG.split("\n")[s.text_start_line - 1 : s.text_end_line])
+    assert s.start_line <= s.chunk_start_line and s.text_start_line <= s.chunk_start_line <= s.text_end_line
+    assert s.citation == f"manual.md#L{s.text_start_line}-L{s.text_end_line}"
+
+
+def test_breadcrumb_only_sections_come_after_sections_with_text(make_index, cases_dir):
+    # shared case 11: "Network", "Empty Section" and "Changelog" are headings without text; their
+    # one chunk is the breadcrumb alone, so it matches any question that names those words.
+    query = "network changelog empty section: how do I install it?"
+    plain = RetrievalConfig(hybrid=False, title_weight=0, section_scoring="max", subtree_cap_tokens=0)
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(**{**_fields(plain), "demote_empty": False})))
+    idx.ingest([cases_dir / "11-empty-sections-heading-only" / "input.md"], show_progress=False)
+    empty = {"Network", "Empty Section", "Changelog"}
+    before = [s.title for s in Retriever(idx).retrieve(query, k=6)]
+    assert before[0] in empty  # what the demotion is for
+    demoted = make_index(ProxyPointerConfig(retrieval=plain), store=idx.root)
+    got = [s.title for s in Retriever(demoted).retrieve(query, k=6)]
+    assert set(got) == set(before) and got[:3] == [t for t in before if t not in empty][:3]
+    assert set(got[3:]) == empty
+    # the whole default pipeline (fusion, title field) keeps them last as well
+    default = make_index(store=idx.root)
+    assert {s.title for s in Retriever(default).retrieve(query, k=6)[3:]} == empty
+
+
+def _fields(cfg):
+    from dataclasses import asdict
+
+    return asdict(cfg)

@@ -38,12 +38,19 @@ def _bench(tmp_path: Path) -> Path:
     (tmp_path / "bench" / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     exp = tmp_path / "exp.yaml"
     q = lab._Q
+    # The lab's "today" candidates are the pipelines before the reports round: no title field,
+    # no label lookup, whole subtrees, breadcrumb-only chunks ranked as any other.
+    before = "title_weight: 0, label_lookup: false, subtree_cap_tokens: 0, demote_empty: false"
     exp.write_text(
         f"benchmark: {tmp_path / 'bench'}\nsystems: [proxypointer, pp-quality]\nscopes: [doc]\n"
-        f"budgets: [40, 200]\nbootstrap: 20\ncache: {tmp_path / 'cache'}\npipeline: {{}}\n"
+        f"budgets: [40, 200]\nbootstrap: 20\ncache: {tmp_path / 'cache'}\n"
+        "pipeline:\n  chunking: {chunk_tokens: 200}\n"
+        f"  retrieval: {{hybrid: false, section_scoring: max, rrf_k: 60, lexical_weight: 1.0, section_top_n: 3, "
+        f"title_routing_docs: 0, {before}}}\n"
         "variants:\n  pp-quality:\n    pipeline:\n      chunking: {chunk_tokens: 128}\n"
         f"      retrieval: {{hybrid: true, lexical_weight: {q['lexical_weight']}, rrf_k: {q['rrf_k']}, "
-        f"section_scoring: {q['scoring']}, section_top_n: {q['top_n']}, title_routing_docs: {q['routing_docs']}}}\n")
+        f"section_scoring: {q['scoring']}, section_top_n: {q['top_n']}, title_routing_docs: {q['routing_docs']}, "
+        f"{before}}}\n")
     return exp
 
 

@@ -71,12 +71,31 @@ def test_search_budget_cuts_whole_stored_lines(service, store, fake_embedder):
         assert res["tokens"] <= budget
         for s in res["sections"]:
             lines = _source_lines(store, s["doc_id"], fake_embedder)
-            end = s["text_end_line"]
-            assert s["start_line"] - 1 <= end <= s["end_line"]
-            assert s["text"] == (slice_lines(lines, s["start_line"], end) if end >= s["start_line"] else "")
+            start, end = s["text_start_line"], s["text_end_line"]
+            assert s["start_line"] <= start and start - 1 <= end <= s["end_line"]
+            assert s["text"] == (slice_lines(lines, start, end) if end >= start else "")
             assert s["tokens"] == (tok.count(s["text"]) if s["text"] else 0)
-            assert s["truncated"] == (end < s["end_line"])
             assert s["next_start_line"] == (end + 1 if s["truncated"] else None)
+
+
+def test_a_big_section_comes_as_its_own_text_with_an_outline_to_follow(store, fake_embedder):
+    config = dataclasses.replace(_config(), retrieval=dataclasses.replace(
+        ProxyPointerConfig().retrieval, subtree_cap_tokens=100, own_text_tokens=80))
+    svc = Service(store, config, fake_embedder)
+    try:
+        res = svc.search("enhanced scheme on top of statutory entitlements for parental leave", k=5,
+                         doc_ids=["employee-handbook"], max_tokens=10_000)
+        big = [s for s in res["sections"] if s["delivery"] != "subtree"]
+        assert big and all(s["tokens"] <= 80 for s in big)
+        lines = _source_lines(store, "employee-handbook", fake_embedder)
+        for s in big:
+            assert s["text"] == slice_lines(lines, s["text_start_line"], s["text_end_line"])
+            assert s["citation"] == f"employee-handbook.md#L{s['text_start_line']}-L{s['text_end_line']}"
+        child = next(e for s in big for e in s["outline"])
+        got = svc.get_section("employee-handbook", child["node_id"], max_tokens=10_000)  # follow the outline
+        assert got["citation"] == child["citation"]
+    finally:
+        svc.close()
 
 
 def test_get_section_pages_through_a_section_exactly(service, store, fake_embedder):

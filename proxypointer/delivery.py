@@ -1,0 +1,197 @@
+"""What ``retrieve`` delivers of a ranked section: its subtree when small, else its own text and an outline.
+
+A heading's section is its whole subtree (the node and everything under it), which is right
+for a leaf or a small section and wrong for a chapter: a hit on a chapter's introduction would
+deliver the whole chapter (a 15,000-token chapter, a 27,500-token definitions article;
+docs/evaluation.md, reports round). :func:`plan_delivery` applies the policy measured there:
+
+* the subtree, when it has at most ``cap_tokens`` tokens (``retrieval.subtree_cap_tokens``);
+* else the section's **own text** (its heading line and the text before its first subsection),
+  when that has at most ``own_tokens`` tokens (``retrieval.own_text_tokens``);
+* else an **excerpt** of the own text: one window of at most ``own_tokens`` tokens, seeded with
+  the section's best-ranked chunk, widened to take in its next-ranked chunks while they fit,
+  then grown a line at a time (after, then before) while it fits;
+
+and, when not the subtree, an **outline** of the section's children (title and citation each)
+so that a reader can follow into them. Delivered text is always whole stored lines, except
+that a single line longer than ``own_tokens`` is cut at a word-piece boundary.
+
+Lines are 1-based inclusive; tokens are word pieces of the embedding model's tokenizer without
+special tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+__all__ = ["DELIVERY_KINDS", "Delivery", "OutlineEntry", "cut_to_tokens", "format_outline", "plan_delivery"]
+
+#: What a Section's ``delivery`` may say, in order of size.
+DELIVERY_KINDS = ("excerpt", "own_text", "subtree")
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    """One child of a section delivered without its subtree: where a reader can follow.
+
+    Attributes:
+        node_id: The child's node id.
+        title: Its heading title.
+        start_line: Its first line (the heading line), 1-based inclusive.
+        end_line: Its last line (its whole subtree), 1-based inclusive.
+        citation: ``<doc_id><suffix>#L<start>-L<end>`` of its whole subtree.
+    """
+
+    node_id: str
+    title: str
+    start_line: int
+    end_line: int
+    citation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"node_id": self.node_id, "title": self.title, "start_line": self.start_line,
+                "end_line": self.end_line, "citation": self.citation}
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How much of a section is delivered.
+
+    Attributes:
+        kind: ``subtree`` (the whole section), ``own_text`` (heading and own text) or
+            ``excerpt`` (one window of the own text).
+        start_line: First delivered line, 1-based inclusive.
+        end_line: Last delivered line, 1-based inclusive.
+        outline: The section's children when ``kind`` is not ``subtree`` (empty for a leaf).
+        max_tokens: When > 0, the delivered lines are one line longer than the window: cut them
+            to this many word pieces (:func:`cut_to_tokens`).
+    """
+
+    kind: str
+    start_line: int
+    end_line: int
+    outline: tuple[OutlineEntry, ...] = ()
+    max_tokens: int = 0
+
+
+def plan_delivery(
+    *,
+    start_line: int,
+    end_line: int,
+    body_end_line: int,
+    children: Sequence[Any],
+    line_tokens: Sequence[int],
+    chunks: Sequence[tuple[int, int]],
+    cap_tokens: int,
+    own_tokens: int,
+    citation_base: str,
+) -> Delivery:
+    """Decide what to deliver of one section (see the module docstring).
+
+    Args:
+        start_line: The section's first line (its heading line), 1-based inclusive.
+        end_line: Its last line (the whole subtree), 1-based inclusive.
+        body_end_line: Last line of its own text (before the first subsection), 1-based
+            inclusive; ``end_line`` for a leaf.
+        children: Its child nodes (objects with ``node_id``, ``title``, ``start_line``,
+            ``end_line``), in document order.
+        line_tokens: Word pieces of each stored line of the document (index 0 is line 1).
+        chunks: ``(chunk_start_line, chunk_end_line)`` of the section's own chunks that
+            ranked, best first (the seed of an excerpt); may be empty.
+        cap_tokens: Largest subtree delivered whole; 0 delivers every subtree whole.
+        own_tokens: Largest own text delivered whole, and the size of an excerpt's window.
+        citation_base: ``<doc_id><suffix>`` for the children's citations.
+
+    Returns:
+        The delivery; its text has at most ``cap_tokens`` tokens when ``kind`` is ``subtree``
+        (or any size when ``cap_tokens`` is 0), at most ``own_tokens`` otherwise.
+
+    Raises:
+        ValueError: If the line range is empty or past ``line_tokens``.
+    """
+    if not 1 <= start_line <= end_line <= len(line_tokens):
+        raise ValueError(f"lines {start_line}-{end_line} outside 1-{len(line_tokens)}")
+    pre = [0, *accumulate(line_tokens)]
+
+    def tokens(a: int, b: int) -> int:
+        return pre[b] - pre[a - 1]
+
+    if cap_tokens <= 0 or tokens(start_line, end_line) <= cap_tokens:
+        return Delivery("subtree", start_line, end_line)
+    outline = tuple(
+        OutlineEntry(c.node_id, c.title, c.start_line, c.end_line, f"{citation_base}#L{c.start_line}-L{c.end_line}")
+        for c in children
+    )
+    own_a, own_b = start_line, max(start_line, min(body_end_line, end_line))
+    if tokens(own_a, own_b) <= own_tokens:
+        return Delivery("own_text", own_a, own_b, outline)
+    seeds = [(max(a, own_a), min(b, own_b)) for a, b in chunks if a <= own_b and b >= own_a and a <= b]
+    a, b = seeds[0] if seeds else (own_a, own_a)
+    if tokens(a, b) > own_tokens:  # the best chunk alone is longer than the window: its first lines
+        e = a
+        while e < b and tokens(a, e + 1) <= own_tokens:
+            e += 1
+        return Delivery("excerpt", a, e, outline, own_tokens if tokens(a, e) > own_tokens else 0)
+    for ca, cb in seeds[1:]:
+        na, nb = min(a, ca), max(b, cb)
+        if tokens(na, nb) <= own_tokens:
+            a, b = na, nb
+    used, grew = tokens(a, b), True
+    while grew:
+        grew = False
+        if b < own_b and used + line_tokens[b] <= own_tokens:  # line b + 1
+            b += 1
+            used += line_tokens[b - 1]
+            grew = True
+        if a > own_a and used + line_tokens[a - 2] <= own_tokens:  # line a - 1
+            a -= 1
+            used += line_tokens[a - 1]
+            grew = True
+    return Delivery("excerpt", a, b, outline)
+
+
+def format_outline(outline: Sequence[OutlineEntry], indent: str = "") -> str:
+    """One line per child, ``- <title> (L<start>-L<end>)``, for a reader (CLI, ``ask``).
+
+    The lines are those of the section's own document, whose citation heads the block the
+    outline follows, so the document id is not repeated on every line
+    (:attr:`OutlineEntry.citation` has it).
+
+    Returns:
+        The lines joined with LF; ``""`` for an empty outline.
+    """
+    return "\n".join(f"{indent}- {e.title} (L{e.start_line}-L{e.end_line})" for e in outline)
+
+
+def cut_to_tokens(text: str, n_tokens: int, tokenizer: Any) -> str:
+    """Cut ``text`` to its longest prefix of at most ``n_tokens`` word pieces.
+
+    Args:
+        text: Text to cut.
+        n_tokens: Word pieces allowed (no special tokens).
+        tokenizer: ``HFTokenizer`` (exact cut at a word-piece boundary via offsets) or any
+            object with ``count(text) -> int`` (binary search on character prefixes).
+
+    Returns:
+        ``text`` itself when it fits, else a prefix ending at a word-piece boundary.
+    """
+    if n_tokens <= 0:
+        return ""
+    backend = getattr(tokenizer, "backend", None)
+    if backend is not None:
+        offsets = backend.encode(text, add_special_tokens=False).offsets
+        return text if len(offsets) <= n_tokens else text[: offsets[n_tokens - 1][1]]
+    if tokenizer.count(text) <= n_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokenizer.count(text[:mid]) <= n_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
