@@ -597,8 +597,8 @@ class Ranker:
     def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
         """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
 
-        Empty when the filter is not a plain doc_id filter or already allows at most
-        ``retrieval.title_routing_docs`` documents.
+        Empty when the filter is not a plain doc_id filter, or when it (or, without a filter,
+        the store) allows at most ``retrieval.title_routing_docs`` documents.
         """
         allowed: set[str] | None = None
         if where is not None:
@@ -610,6 +610,8 @@ class Ranker:
         if allowed is not None and len(allowed) <= m:
             return []
         titles = self._title_index()
+        if allowed is None and len(titles.hits) <= m:  # the whole store is no more than m documents
+            return []
         keep = (lambda h: h.metadata["doc_id"] in allowed) if allowed is not None else None
         return [(h.metadata["doc_id"], h.text) for h in titles.search(query, m, keep)]
 

@@ -459,10 +459,14 @@ def test_cli_ask_without_llm_prints_context_and_how_to_configure(cli, capsys):
     assert "no LLM configured" in err and "llm:" in err and "configs/llm-example.yaml" in err
 
 
-def test_cli_ask_session_without_llm_uses_previous_turn(cli, capsys, store):
-    assert cli("ask", "Who is eligible for parental leave?", "--session", "nollm") == 0
+def test_cli_ask_session_without_llm_uses_previous_turn(cli, capsys, store, tmp_path):
+    # The session is under test, not section scoring: by the best chunk, the small 3.2.2 comes
+    # first (the default `sum` of 2 lets the longer "3.1 Annual leave" pass it here).
+    config = tmp_path / "max.yaml"
+    config.write_text("retrieval:\n  section_scoring: max\n")
+    assert cli("ask", "Who is eligible for parental leave?", "--session", "nollm", config=config) == 0
     capsys.readouterr()
-    assert cli("ask", "how is it paid?", "--session", "nollm", "--json") == 0
+    assert cli("ask", "how is it paid?", "--session", "nollm", "--json", config=config) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["answer"] is None
     assert data["query"].splitlines()[:2] == [
@@ -570,7 +574,9 @@ def test_a_big_section_is_shown_to_the_model_with_its_subsections_named(tmp_path
     from proxypointer.retrieval import Retriever
 
     cfg = ProxyPointerConfig()
-    index = make_index(dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, subtree_cap_tokens=100)))
+    # Delivery is under test: scored by the best chunk, 3.2's own text comes first.
+    retrieval = dataclasses.replace(cfg.retrieval, subtree_cap_tokens=100, section_scoring="max")
+    index = make_index(dataclasses.replace(cfg, retrieval=retrieval))
     index.ingest([DATA / "employee-handbook.md"], show_progress=False)
     r = Retriever(index)
     sections = r.retrieve("enhanced scheme on top of statutory entitlements for parental leave", k=1)

@@ -106,7 +106,9 @@ def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, c
     import yaml
 
     config = tmp_path / "capped.yaml"
-    config.write_text(yaml.safe_dump({"retrieval": {"subtree_cap_tokens": 100, "own_text_tokens": 80}}))
+    # Delivery is under test: scored by the best chunk, 3.2's own text comes first.
+    config.write_text(yaml.safe_dump({"retrieval": {"subtree_cap_tokens": 100, "own_text_tokens": 80,
+                                                    "section_scoring": "max"}}))
     store = tmp_path / "store"
     from fakes import HashingEmbedder
 

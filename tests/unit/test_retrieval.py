@@ -541,7 +541,10 @@ def _capped(make_index, tmp_path, text, name, chunk_tokens=64, **retrieval):
 
 
 def test_a_hit_on_an_introduction_delivers_its_own_text_and_an_outline(make_index, tmp_path):
-    idx = _capped(make_index, tmp_path, GUIDE, "guide", subtree_cap_tokens=200, own_text_tokens=100)
+    # Delivery is under test, not ranking: scored by the best chunk, the intro's one chunk wins
+    # (the default `sum` of 2 favours the Parts, whose chunks all carry "Kettle Guide").
+    idx = _capped(make_index, tmp_path, GUIDE, "guide", subtree_cap_tokens=200, own_text_tokens=100,
+                  section_scoring="max")
     lines = GUIDE.split("\n")
     s = Retriever(idx).retrieve("who is the guide for? intro", k=1)[0]
     assert (s.title, s.start_line, s.end_line) == ("Kettle Guide", 1, len(lines) - 1)  # the node's whole range
@@ -559,7 +562,8 @@ def test_a_hit_on_an_introduction_delivers_its_own_text_and_an_outline(make_inde
     assert part.title == "Part 3" and part.delivery == "subtree" and part.outline == ()
     assert (part.text_start_line, part.text_end_line) == (part.start_line, part.end_line)
     # cap 0: every section whole, as before the delivery policy
-    whole = make_index(dataclasses.replace(idx.config, retrieval=RetrievalConfig(subtree_cap_tokens=0)), store=idx.root)
+    capless = RetrievalConfig(subtree_cap_tokens=0, section_scoring="max")
+    whole = make_index(dataclasses.replace(idx.config, retrieval=capless), store=idx.root)
     s = Retriever(whole).retrieve("who is the guide for? intro", k=1)[0]
     assert s.delivery == "subtree" and s.text == "\n".join(lines[:-1]) and s.citation == s.node_citation
 
