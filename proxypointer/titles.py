@@ -498,13 +498,11 @@ def is_title_line(line: str) -> bool:
     full = line.strip()
     if not full or full[0] in TITLE_LINE_BAD_START or SIGNATURE.search(full) or "___" in full:
         return False
-    if is_row_or_furniture(full):
-        return False
     text = _PARENTHETICAL.sub("", full).strip()
     words = text.split()
     if not 2 <= len(words) <= TITLE_LINE_MAX_WORDS or len(text) > TITLE_LINE_MAX_CHARS:
         return False
-    if text[-1] in ".,;:!?-–—" or is_row_or_furniture(text) or TITLE_LINE_BAD_CHARS.search(text):
+    if text[-1] in ".,;:!?-–—" or TITLE_LINE_BAD_CHARS.search(text):
         return False
     colon = text.find(":")
     if colon >= 0 and (text.count(":") > 1 or " " not in text[:colon]):
@@ -519,4 +517,6 @@ def is_title_line(line: str) -> bool:
     long_words = [w for w in long_words if len(w) >= 4 and w[0].isalpha()]
     if len(long_words) < 2 or 3 * sum(1 for w in long_words if w[0].isupper()) < 2 * len(long_words):
         return False
-    return not _TANDEM.search(text)
+    if _TANDEM.search(text):
+        return False
+    return not (is_row_or_furniture(full) or is_row_or_furniture(text))
