@@ -140,8 +140,8 @@ def test_row_headings_reported_once_with_count():
     text = "# Results\ntext\n###### 4,867,457 $ 133.54\nx\n## Outlook\ny\n###### 2021 FORM 10-K 30\n"
     rows = [w for w in _check(text) if w.code == "row-headings"]
     assert [(w.line, w.severity) for w in rows] == [(3, "warning")]
-    assert "2 heading(s)" in rows[0].message and "--drop-row-headings" in rows[0].message
-    tree = build_tree(text, "doc", TreeConfig(drop_row_headings=True))
+    assert "2 heading(s)" in rows[0].message and "--converter-output on" in rows[0].message
+    tree = build_tree(text, "doc", TreeConfig(converter_output="on"))
     assert not [w for w in check_tree(tree, split_lines(text)) if w.code == "row-headings"]
 
 
