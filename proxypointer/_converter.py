@@ -1,20 +1,20 @@
 r"""Converter-output modes: headings that DOCX/PDF -> markdown converters emit without ``#``.
 
-Each mode is off by default and switched on in :class:`~proxypointer.config.TreeConfig`.
-Candidates are taken only from markdown-it block tokens at nesting level 0, so text inside
-fenced or indented code, display math, lists, block quotes and tables is never promoted.
-Title and numbering rules live in :mod:`proxypointer.titles`.
+Modes are switched on in :class:`~proxypointer.config.TreeConfig`. The *converter rules*
+(``drop_row_headings``, ``title_lines``, ``flatten_levels``, ``relevel_filing``) run on the
+documents ``tree.converter_output`` selects: every document (``on``), none (``off``) or, by
+default (``auto``), those :func:`detect_converter_output` finds converted from PDF. The other
+modes run on every document when on. Candidates are taken only from markdown-it block tokens
+at nesting level 0, so text inside fenced or indented code, display math, lists, block quotes
+and tables is never promoted. Title and numbering rules live in :mod:`proxypointer.titles`.
 
 * ``html_headings``: every line of a top-level HTML block that is exactly one
   ``<h1>``..``<h6>`` element; level = N (``md_level`` = N too). Only HTML blocks of
   CommonMark types 6 and 7 (ordinary elements) count, and no line inside a comment or a
   ``<pre>``, ``<script>``, ``<style>`` or ``<textarea>`` element (shared case 30).
-* ``drop_row_headings``: headings that read like table rows or page furniture are not
-  sections (:func:`proxypointer.titles.is_row_or_furniture`); their lines join the section
-  before them.
-* ``relevel_filing``: SEC filings (10-K, 10-Q) re-levelled from their labels: ``PART II`` >
-  ``ITEM 7.`` > ``Notes to Consolidated Financial Statements`` > ``Note 14 -``; other
-  headings nest under the label before them (see :func:`relevel_filing`).
+* ``drop_row_headings`` (converter rule): headings that read like table rows or page
+  furniture are not sections (:func:`proxypointer.titles.is_row_or_furniture`); their lines
+  join the section before them.
 * ``relevel_numbered`` (shared case 13): only when every markdown heading has the same level
   and at least 2 carry numbering; level = number of numeric components (``3`` -> 1,
   ``3.2.1`` -> 3, ``3.1.`` -> 2, ``Item 7`` -> 1, ``Annex 2.1`` / ``Appendix A.1`` -> 2).
@@ -22,6 +22,13 @@ Title and numbering rules live in :mod:`proxypointer.titles`.
   always front or back matter (Abstract, References), and nesting them under the last
   numbered subsection would put them under a wrong breadcrumb. ``md_level`` keeps the level
   as written.
+* ``title_lines`` (converter rule): a one-line top-level paragraph that
+  :func:`proxypointer.titles.is_title_line` accepts, standing alone (see
+  :func:`title_line_candidates` for where it may stand); level = level of the nearest
+  preceding heading + 1 (1 when there is none, at most 6), like a bold line.
+* ``relevel_filing`` (converter rule): SEC filings (10-K, 10-Q) re-levelled from their
+  labels: ``PART II`` > ``ITEM 7.`` > ``Notes to Consolidated Financial Statements`` >
+  ``Note 14 -``; other headings nest under the label before them (see :func:`relevel_filing`).
 * ``numbered_headings`` (shared case 14): a one-line top-level paragraph that
   :func:`proxypointer.titles.numbered_line_depth` accepts (``2.3 Results``), with a blank
   line (or the file start/end) before and after; level = number of components.
@@ -30,24 +37,53 @@ Title and numbering rules live in :mod:`proxypointer.titles`.
   ``**...**`` or ``__...__`` span, blank line (or file start/end) before and after; level =
   level of the nearest preceding heading found by another rule + 1 (1 when there is none, at
   most 6), so consecutive bold lines are siblings, never nested in each other.
+* ``flatten_levels`` (converter rule, last): the levels as written are dropped; every heading
+  takes the depth of its numbering (:func:`proxypointer.titles.numbering_depth`; ``Item 7``,
+  ``Note 14``, ``ARTICLE 3`` 1, ``Section 2.05`` / ``1.01`` 2), 1 when unnumbered. The
+  document keeps its title: when the first heading was the only one at the shallowest level
+  before flattening, it still names the document (:attr:`HeadingReport.title_line`).
+
+Page-marker lines (:func:`proxypointer.pages.page_map`) and other whole-line HTML comments
+count as blank lines around a stand-alone line.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._markdown import Heading
-from .titles import filing_label, html_title, is_row_or_furniture, numbered_line_depth, numbering_depth
+from .pages import page_map
+from .titles import (
+    SIGNATURE,
+    filing_label,
+    html_title,
+    is_row_or_furniture,
+    is_title_line,
+    numbered_line_depth,
+    numbering_depth,
+)
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
 
     from .config import TreeConfig
 
-__all__ = ["apply_converter_modes", "relevel_filing"]
+__all__ = [
+    "CONVERTER_MIN_FOOTERS",
+    "CONVERTER_MIN_ROW_HEADINGS",
+    "TITLE_LINE_MAX_REPEATS",
+    "HeadingReport",
+    "apply_converter_modes",
+    "detect_converter_output",
+    "flatten_levels",
+    "relevel_filing",
+    "title_line_candidates",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,23 +98,36 @@ _OPAQUE_OPEN = re.compile(r"<!--|<(pre|script|style|textarea)(?=[\s>]|$)", re.IG
 _BOLD = re.compile(r"^(\*\*|__)(.+)\1$")
 
 
-def _blank(lines: list[str], index: int, floor: int) -> bool:
-    """Whether 0-based line ``index`` is blank or outside ``[floor, len(lines))``."""
+_COMMENT_LINE = re.compile(r"^ {0,3}<!--.*-->\s*$")
+
+
+def _blank(lines: list[str], index: int, floor: int, skip: frozenset[int] = frozenset()) -> bool:
+    """Whether 0-based line ``index`` is blank, in ``skip`` or outside ``[floor, len(lines))``."""
     if index < floor or index >= len(lines):
         return True
-    return not lines[index].strip(" \t")
+    return index in skip or not lines[index].strip(" \t")
 
 
-def _standalone_lines(tokens: list[Token], lines: list[str], floor: int) -> list[int]:
-    """0-based lines that are a whole top-level paragraph between blank lines."""
+def _standalone_lines(
+    tokens: list[Token], lines: list[str], floor: int, skip: frozenset[int] = frozenset()
+) -> list[int]:
+    """0-based lines that are a whole top-level paragraph between blank (or ``skip``) lines."""
     out: list[int] = []
     for tok in tokens:
         if tok.type != "paragraph_open" or tok.level != 0 or not tok.map:
             continue
         start, end = tok.map
-        if end - start == 1 and _blank(lines, start - 1, floor) and _blank(lines, end, floor):
+        if end - start == 1 and _blank(lines, start - 1, floor, skip) and _blank(lines, end, floor, skip):
             out.append(start)
     return out
+
+
+def _neighbour(lines: list[str], index: int, step: int, floor: int, skip: frozenset[int]) -> str:
+    """Return the nearest line before (``step`` -1) or after (1) ``index`` not blank or skipped."""
+    j = index + step
+    while floor <= j < len(lines) and _blank(lines, j, floor, skip):
+        j += step
+    return lines[j] if floor <= j < len(lines) else ""
 
 
 def _html_block_headings(first_line: int, block: list[str]) -> list[Heading]:
@@ -208,6 +257,187 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
     return out
 
 
+#: Fewest headings that read like table rows or page furniture for ``converter_output: auto``
+#: to treat a document as converter output. The 29 filings of bench/financebench-dev-md have
+#: 0-67 such headings (24 of them at least 3); no QASPER dev paper, no file of data/ and none
+#: of the Rust book's 529 headings has one.
+CONVERTER_MIN_ROW_HEADINGS = 3
+#: Fewest printed page footers (``12/136`` or ``Page 12 of 136`` ending a line, one total,
+#: numbers increasing) for ``converter_output: auto``: a browser's or a printer's footer kept
+#: by the converter (the two credit agreements of bench/long-reports have 136 and 190).
+CONVERTER_MIN_FOOTERS = 3
+_FOOTER = re.compile(r"(?:^|\s)(?:(\d{1,4})/(\d{1,4})|[Pp]age\s+(\d{1,4})\s+of\s+(\d{1,4}))\s*$")
+
+
+def _footer_pages(lines: list[str]) -> tuple[int, int]:
+    """``(footers, total)``: the most footers sharing one total, their numbers increasing."""
+    by_total: dict[int, list[int]] = {}
+    for line in lines:
+        m = _FOOTER.search(line)
+        if not m:
+            continue
+        page, total = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)), int(m.group(4)))
+        if 1 <= page <= total and total >= 2:
+            by_total.setdefault(total, []).append(page)
+    best = (0, 0)
+    for total, pages in by_total.items():
+        if all(a < b for a, b in zip(pages, pages[1:], strict=False)) and len(pages) > best[0]:
+            best = (len(pages), total)
+    return best
+
+
+def detect_converter_output(lines: list[str], headings: list[Heading], marker_style: str = "") -> str:
+    """Tell whether a document looks converted from PDF (``tree.converter_output: auto``).
+
+    Signs, in order: page markers of a known style (``marker_style``, from
+    :func:`proxypointer.pages.page_map`); at least :data:`CONVERTER_MIN_FOOTERS` printed page
+    footers (a line ending in ``12/136`` or ``Page 12 of 136``, one total, numbers
+    increasing); at least :data:`CONVERTER_MIN_ROW_HEADINGS` headings that read like table
+    rows or page furniture (:func:`proxypointer.titles.is_row_or_furniture`), which hand-written
+    markdown does not have.
+
+    Args:
+        lines: ``split_lines`` of the text.
+        headings: Its CommonMark headings (before any mode).
+        marker_style: Name of the page-marker style found, ``""`` when none.
+
+    Returns:
+        Why the document counts as converter output (``"page markers (opendataloader)"``),
+        ``""`` when it does not.
+
+    """
+    if marker_style:
+        return f"page markers ({marker_style})"
+    footers, total = _footer_pages(lines)
+    if footers >= CONVERTER_MIN_FOOTERS:
+        return f"page footers ({footers} of the form k/{total})"
+    rows = sum(1 for h in headings if is_row_or_furniture(h.title))
+    if rows >= CONVERTER_MIN_ROW_HEADINGS:
+        return f"{rows} headings read like table rows or page furniture"
+    return ""
+
+
+#: A stand-alone title-like line whose text occurs more often than this among the document's
+#: stand-alone title-like lines is a running header or a repeated table header, not a title
+#: (``PepsiCo Pension Equalization Plan - 409A Program`` on every page of an exhibit).
+TITLE_LINE_MAX_REPEATS = 2
+
+
+def title_line_candidates(
+    tokens: list[Token], lines: list[str], floor: int = 0, skip: frozenset[int] = frozenset()
+) -> list[int]:
+    """Lines that the ``title_lines`` rule makes headings.
+
+    A line is one when :func:`proxypointer.titles.is_title_line` accepts it and:
+
+    1. it is a whole top-level paragraph (not in a list, quote, table, code or math) with a
+       blank line, a page marker, a whole-line HTML comment or the start/end of the text
+       before and after it;
+    2. its text (case and spaces ignored) stands alone like this at most
+       :data:`TITLE_LINE_MAX_REPEATS` times in the document (more: a running header);
+    3. the nearest non-blank line before it and the one after it (markers skipped) are not
+       title-like themselves: a run of such lines is a flattened table header, a list of
+       names or a column, not a title;
+    4. the line before it is no paragraph ending in ``:`` (``The following table
+       summarizes ...:`` introduces a table whose header this is);
+    5. neither neighbour holds ``/s/`` (a signature block: names and offices).
+
+    Rules 2-5 come from reading the stand-alone lines of 24 of the 29 filings of
+    bench/financebench-dev-md, as :func:`proxypointer.titles.is_title_line` did.
+
+    Args:
+        tokens: markdown-it block tokens of the text.
+        lines: ``split_lines`` of the text (0-based here: ``lines[i]`` is line ``i + 1``).
+        floor: First 0-based line after YAML front matter.
+        skip: 0-based lines that count as blank (page markers, whole-line comments).
+
+    Returns:
+        0-based line indexes, in order.
+
+    """
+    standalone = _standalone_lines(tokens, lines, floor, skip)
+    cands = [i for i in standalone if is_title_line(lines[i])]
+    seen = Counter(" ".join(lines[i].split()).casefold() for i in cands)
+    out: list[int] = []
+    for i in cands:
+        if seen[" ".join(lines[i].split()).casefold()] > TITLE_LINE_MAX_REPEATS:
+            continue
+        before, after = _neighbour(lines, i, -1, floor, skip), _neighbour(lines, i, 1, floor, skip)
+        if is_title_line(before) or is_title_line(after):
+            continue
+        if before.rstrip().endswith(":") and not before.lstrip().startswith("#"):
+            continue
+        if SIGNATURE.search(before) or SIGNATURE.search(after):
+            continue
+        out.append(i)
+    return out
+
+
+def _nested_level(found: list[Heading], extra: list[Heading]) -> list[Heading]:
+    """Merge headings without a level (``extra``) into ``found``, one below the heading before."""
+    pending = sorted(found + extra, key=lambda h: h.line)
+    marks = {id(h) for h in extra}
+    merged: list[Heading] = []
+    parent_level = 0
+    for h in pending:
+        if id(h) in marks:
+            merged.append(Heading(h.line, h.last_line, min(parent_level + 1, 6), h.title, h.md_level, h.source))
+        else:
+            parent_level = h.level
+            merged.append(h)
+    return merged
+
+
+def flatten_levels(headings: list[Heading]) -> tuple[list[Heading], int]:
+    """Give every heading the depth of its numbering, 1 when it has none.
+
+    Args:
+        headings: Headings in line order.
+
+    Returns:
+        ``(headings, title_line)``: the re-levelled headings, and the line of the first
+        heading when, before flattening, it was the only heading at the shallowest level
+        (it keeps naming the document, as :func:`proxypointer.tree.build_tree` would have
+        named it), else 0.
+
+    """
+    title_line = 0
+    if headings:
+        top = min(h.level for h in headings)
+        if headings[0].level == top and sum(1 for h in headings if h.level == top) == 1:
+            title_line = headings[0].line
+    out = [
+        Heading(h.line, h.last_line, min(numbering_depth(h.title), 6) or 1, h.title, h.md_level, h.source)
+        for h in headings
+    ]
+    return out, title_line
+
+
+@dataclass(frozen=True, slots=True)
+class HeadingReport:
+    """What the converter-output modes did to one document.
+
+    Attributes:
+        converter_output: Why the converter rules ran (``"page markers (opendataloader)"``,
+            ``"tree.converter_output: on"``); ``""`` when they did not.
+        rules: The converter rules that ran, by config key.
+        dropped: Headings removed as table rows or page furniture (1-based lines).
+        promoted: Plain lines made headings by ``title_lines``.
+        relevelled: Headings whose level differs from the one written (flattening, numbering
+            or filing labels), converter-rule headings not counted.
+        title_line: When levels were flattened, the line of the heading that names the
+            document (0: the file stem does).
+
+    """
+
+    converter_output: str = ""
+    rules: tuple[str, ...] = ()
+    dropped: tuple[Heading, ...] = ()
+    promoted: tuple[Heading, ...] = ()
+    relevelled: int = 0
+    title_line: int = 0
+
+
 def _bold_title(text_line: str) -> str:
     m = _BOLD.match(text_line.strip())
     if not m:
@@ -218,65 +448,97 @@ def _bold_title(text_line: str) -> str:
     return inner.strip()
 
 
+def _converter_rules(config: TreeConfig) -> tuple[str, ...]:
+    return tuple(
+        key for key in ("drop_row_headings", "title_lines", "flatten_levels", "relevel_filing") if getattr(config, key)
+    )
+
+
 def apply_converter_modes(
     lines: list[str], tokens: list[Token], headings: list[Heading], config: TreeConfig, front_matter_end: int = 0
-) -> list[Heading]:
-    """Add, drop or re-level headings according to the converter-output modes that are on.
+) -> tuple[list[Heading], HeadingReport]:
+    """Add, drop or re-level headings according to the modes that are on.
 
-    Order: HTML headings are added, row and furniture headings dropped, then filing and
-    numbering re-levelling, then numbered and bold lines added (those two get their levels
-    from what is found before them).
+    Order: HTML headings are added and row or furniture headings dropped; numbering
+    re-levelling (``relevel_numbered``); title lines added; filing re-levelling; numbered and
+    bold lines added (those three get their levels from what is found before them); last,
+    ``flatten_levels``. The converter rules run only on documents that
+    ``config.converter_output`` selects (:func:`detect_converter_output` for ``auto``).
 
     Args:
         lines: ``split_lines`` of the normalised text (line ``i`` is ``lines[i - 1]``).
         tokens: markdown-it-py block tokens of the text (see :mod:`proxypointer._markdown`).
         headings: Top-level ATX/setext headings already found, in line order.
-        config: Which modes are on; with all off the headings come back unchanged.
+        config: Which modes are on.
         front_matter_end: Last line of YAML front matter, 0 when there is none.
 
     Returns:
-        All headings in line order. Lines are 1-based; ``md_level`` is the level as written
-        (0 for bold and numbered lines, which have no written level).
+        ``(headings, report)``: all headings in line order (lines 1-based; ``md_level`` is the
+        level as written, 0 for bold, numbered and title lines, which have none) and what the
+        modes did.
 
     """
-    keep: Callable[[Heading], bool] = (
-        (lambda h: not is_row_or_furniture(h.title)) if config.drop_row_headings else (lambda h: True)
-    )
+    rules = _converter_rules(config)
+    reason = ""
+    skip: frozenset[int] = frozenset()
+    if rules and config.converter_output != "off":
+        pm = page_map(lines) if (config.converter_output == "auto" or config.title_lines) else None
+        if config.converter_output == "on":
+            reason = "tree.converter_output: on"
+        elif pm is not None:
+            reason = detect_converter_output(lines, headings, pm.style)
+        if reason and pm is not None:
+            skip = frozenset(m - 1 for m in pm.marker_lines) | frozenset(
+                i for i, line in enumerate(lines) if "<!--" in line and _COMMENT_LINE.match(line)
+            )
+    if not reason:
+        rules = ()
+    drop = "drop_row_headings" in rules
+    keep: Callable[[Heading], bool] = (lambda h: not is_row_or_furniture(h.title)) if drop else (lambda h: True)
     found = list(headings)
     if config.html_headings:
         found = sorted(found + _html_headings(tokens), key=lambda h: h.line)
-    if config.drop_row_headings:
-        before = len(found)
+    dropped: list[Heading] = []
+    if drop:
+        dropped = [h for h in found if not keep(h)]
         found = [h for h in found if keep(h)]
-        logger.debug("dropped %d row or furniture headings", before - len(found))
-    if config.relevel_filing:
-        found = relevel_filing(found)
+        logger.debug("dropped %d row or furniture headings", len(dropped))
     if config.relevel_numbered:
         found = _relevel(found)
+    promoted: list[Heading] = []
+    if "title_lines" in rules:
+        taken = {h.line for h in found}
+        promoted = [
+            Heading(i + 1, i + 1, 0, lines[i].strip(), 0, "title")
+            for i in title_line_candidates(tokens, lines, front_matter_end, skip)
+            if i + 1 not in taken
+        ]
+        found = _nested_level(found, promoted)
+        logger.debug("promoted %d title lines", len(promoted))
+    if "relevel_filing" in rules:
+        found = relevel_filing(found)
     standalone = (
         _standalone_lines(tokens, lines, front_matter_end)
         if config.numbered_headings or config.bold_headings
         else []
     )
     if config.numbered_headings:
+        taken = {h.line for h in found}
         extra: list[Heading] = []
         for i in standalone:
             depth = numbered_line_depth(lines[i])
             h = Heading(i + 1, i + 1, min(depth, 6), lines[i].strip(), 0, "numbered")
-            if depth and keep(h):
+            if depth and i + 1 not in taken and keep(h):
                 extra.append(h)
         found = sorted(found + extra, key=lambda h: h.line)
     if config.bold_headings:
         taken = {h.line for h in found}
         bold = [Heading(i + 1, i + 1, 0, t, 0, "bold") for i in standalone if (t := _bold_title(lines[i]))]
-        pending = sorted(found + [h for h in bold if h.line not in taken and keep(h)], key=lambda h: h.line)
-        merged: list[Heading] = []
-        parent_level = 0
-        for h in pending:
-            if h.source == "bold":
-                merged.append(Heading(h.line, h.line, min(parent_level + 1, 6), h.title, 0, "bold"))
-            else:
-                parent_level = h.level
-                merged.append(h)
-        found = merged
-    return found
+        found = _nested_level(found, [h for h in bold if h.line not in taken and keep(h)])
+    title_line = 0
+    if "flatten_levels" in rules:
+        found, title_line = flatten_levels(found)
+    relevelled = sum(1 for h in found if h.md_level and h.level != h.md_level)
+    report = HeadingReport(reason, rules, tuple(dropped), tuple(h for h in found if h.source == "title"),
+                           relevelled, title_line)
+    return found, report

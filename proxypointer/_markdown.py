@@ -42,9 +42,9 @@ class Heading:
         title: Heading text without markers and without a trailing attribute list
             (``{#id}``); other inline markup kept as written.
         md_level: Level as written: the ``#`` count or setext level, N of an ``<hN>`` line,
-            0 for bold and numbered lines (re-levelling changes ``level``, not this).
+            0 for bold, numbered and title lines (re-levelling changes ``level``, not this).
         source: ``atx``, ``setext`` or the converter mode that found it (``bold``,
-            ``numbered``, ``html``).
+            ``numbered``, ``html``, ``title``).
 
     """
 

@@ -28,20 +28,18 @@ def _add_store_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_tree_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("converter-output modes (off by default)")
+    g = p.add_argument_group("heading modes")
+    g.add_argument(
+        "--converter-output",
+        choices=("auto", "on", "off"),
+        help="which documents get the converter rules (drop row-like headings, title lines as headings, levels "
+        "from numbering): auto (default) = those with page markers, page footers or row-like headings",
+    )
     g.add_argument("--bold-headings", action="store_true", help="treat lines that are one **bold** span as headings")
     g.add_argument("--numbered-headings", action="store_true", help="treat plain lines like '2.3 Results' as headings")
     g.add_argument("--html-headings", action="store_true", help="treat <h1>..<h6> lines as headings")
     g.add_argument(
         "--relevel-numbered", action="store_true", help="take levels from numbering when all headings share one level"
-    )
-    g.add_argument(
-        "--drop-row-headings",
-        action="store_true",
-        help="headings that read like table rows or page furniture are not sections",
-    )
-    g.add_argument(
-        "--relevel-filing", action="store_true", help="10-K/10-Q: nest ITEM under PART, Note N under the notes heading"
     )
 
 
@@ -233,10 +231,10 @@ def _config(args: argparse.Namespace):
         "numbered_headings": getattr(args, "numbered_headings", False),
         "html_headings": getattr(args, "html_headings", False),
         "relevel_numbered": getattr(args, "relevel_numbered", False),
-        "drop_row_headings": getattr(args, "drop_row_headings", False),
-        "relevel_filing": getattr(args, "relevel_filing", False),
     }
-    on = {k: True for k, v in flags.items() if v}
+    on: dict[str, object] = {k: True for k, v in flags.items() if v}
+    if getattr(args, "converter_output", None):
+        on["converter_output"] = args.converter_output
     if on:
         cfg = dataclasses.replace(cfg, tree=dataclasses.replace(cfg.tree, **on))
     return cfg
@@ -406,7 +404,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 def _cmd_tree(args: argparse.Namespace) -> int:
     from .readers import read_document
-    from .tree import build_tree, split_lines
+    from .tree import build_tree, explain_headings, split_lines
 
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")
@@ -418,7 +416,8 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         if args.check:
             from .treecheck import check_tree
 
-            findings = check_tree(tree, split_lines(text))
+            lines = split_lines(text)
+            findings = check_tree(tree, lines, report=explain_headings(text, cfg.tree, lines=lines)[2])
             for w in findings:
                 print(w.format(f))
             n_warnings = sum(1 for w in findings if w.severity == "warning")

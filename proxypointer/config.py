@@ -57,7 +57,31 @@ def _check(ok: bool, where: str, message: str) -> None:
 class TreeConfig:
     """How headings are found.
 
+    Two kinds of keys. The *converter rules* (``drop_row_headings``, ``title_lines``,
+    ``flatten_levels``, ``relevel_filing``) repair the headings of PDF -> markdown converter
+    output; ``converter_output`` says which documents they apply to, the rule keys which of
+    them run. The other modes (``bold_headings``, ``numbered_headings``, ``html_headings``,
+    ``relevel_numbered``) apply to every document when on.
+
     Attributes:
+        converter_output: ``auto`` (default): the converter rules apply to documents that
+            look converted from PDF: page markers of a known style
+            (``pages.detect_style``), printed page footers (``12/136`` at the end of lines,
+            one total, numbers increasing) or headings that read like table rows or page
+            furniture (``_converter.detect_converter_output``); ``on``: to every document;
+            ``off``: to none.
+        drop_row_headings: Converter rule: headings that read like table rows or page
+            furniture (``###### 4,867,457 $ 133.54``, ``###### 2021 FORM 10-K 30``) are not
+            sections (``titles.is_row_or_furniture``).
+        title_lines: Converter rule: a stand-alone plain line that reads like a title
+            (``CONSOLIDATED BALANCE SHEETS (In millions)``; ``titles.is_title_line``), alone
+            between blank lines outside lists, quotes, code and tables, is a heading.
+        flatten_levels: Converter rule: levels as written are ignored; every heading takes
+            the depth of its numbering (``Item 7`` 1, ``Section 2.05`` 2, unnumbered 1).
+        relevel_filing: Converter rule (not with ``flatten_levels``): SEC filings re-levelled
+            from their labels: ``PART II`` > ``ITEM 7.`` > ``Notes to ... Financial
+            Statements`` > ``Note 14``, other headings under the label before them
+            (``_converter.relevel_filing``).
         bold_headings: Treat a line that is one ``**...**``/``__...__`` span, between blank
             lines, as a heading one level below its parent (converter output; off by default).
         numbered_headings: Treat plain lines like ``2.3.1 Results`` (<= 8 words, not ending
@@ -65,20 +89,29 @@ class TreeConfig:
         html_headings: Treat lines that are one ``<h1>``..``<h6>`` element as headings.
         relevel_numbered: When every heading has one level but numbering (``3``, ``3.1``,
             ``Item 7``) shows nesting, take the level from the numbering.
-        drop_row_headings: Headings that read like table rows or page furniture
-            (``###### 4,867,457 $ 133.54``, ``###### 2021 FORM 10-K 30``) are not sections
-            (rule: ``titles.is_row_or_furniture``; PDF converter output).
-        relevel_filing: Re-level SEC filings from their labels: ``PART II`` > ``ITEM 7.`` >
-            ``Notes to ... Financial Statements`` > ``Note 14``, other headings under the
-            label before them (``_converter.relevel_filing``).
     """
 
+    converter_output: str = "auto"
+    drop_row_headings: bool = True
+    title_lines: bool = True
+    flatten_levels: bool = True
+    relevel_filing: bool = False
     bold_headings: bool = False
     numbered_headings: bool = False
     html_headings: bool = False
     relevel_numbered: bool = False
-    drop_row_headings: bool = False
-    relevel_filing: bool = False
+
+    def __post_init__(self) -> None:
+        _check(
+            self.converter_output in ("auto", "on", "off"),
+            "tree.converter_output",
+            f"expected 'auto', 'on' or 'off', got {self.converter_output!r}",
+        )
+        _check(
+            not (self.flatten_levels and self.relevel_filing),
+            "tree.relevel_filing",
+            "cannot be on with tree.flatten_levels (both set the levels of converter output); turn one off",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,11 @@ class LockError(StoreError):
 class StoreNotFoundError(StoreError):
     """A command that only reads or maintains a store was pointed at a folder holding none."""
 
+    @classmethod
+    def at(cls, root: object) -> StoreNotFoundError:
+        """The one message every command gives for a folder without a store (``root``: its path)."""
+        return cls(f"{root}: no proxypointer store here; run `proxypointer ingest` first")
+
 
 class EmptyDocumentError(DocumentError):
     """A source file holds no text (empty or whitespace only): skipped with a note, not a failure."""

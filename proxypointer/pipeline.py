@@ -197,7 +197,7 @@ class Index:
             yield
             return
         if not create and not self.exists:
-            raise StoreNotFoundError(f"{self.root}: no proxypointer store here; run `proxypointer ingest` first")
+            raise StoreNotFoundError.at(self.root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as err:

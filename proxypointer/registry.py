@@ -187,7 +187,7 @@ class Registry:
         self.root = Path(root)
         self._sources = str(self.root / "sources")
         if not create and not (self.root / "registry.sqlite3").is_file():
-            raise StoreNotFoundError(f"{self.root}: no proxypointer store here; run `proxypointer ingest` first")
+            raise StoreNotFoundError.at(self.root)
         try:
             (self.root / "sources").mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(

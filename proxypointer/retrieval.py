@@ -275,10 +275,7 @@ class Retriever:
             StoreNotFoundError: If the folder holds no store (``Index.exists``).
         """
         if not self.index.exists:
-            raise StoreNotFoundError(
-                f"{self.index.root}: no proxypointer store here; check --store, or run "
-                "`proxypointer ingest PATH` first"
-            )
+            raise StoreNotFoundError.at(self.index.root)
 
     def resolve_doc_ids(self, doc_ids: Sequence[str]) -> tuple[list[str], list[str]]:
         """Map doc ids as users write them to the store's ids.

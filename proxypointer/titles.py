@@ -14,7 +14,9 @@ through normalised forms:
 Numbering rules read labels such as ``3.1.2``, ``Item 7A``, ``Part II``, ``Note 14``,
 ``Article IV`` or ``Section 2.03`` (:func:`numbering_depth`, :func:`filing_label`,
 :func:`normalise_label`, roman numerals); :func:`is_row_or_furniture` tells table rows and
-page furniture that a converter wrote as headings. This module imports nothing of ours.
+page furniture that a converter wrote as headings; :func:`is_title_line` tells a plain line that
+reads like a title a converter left without ``#`` (a statement title). This module imports
+nothing of ours.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ __all__ = [
     "NUMBERED_TITLE",
     "ROMAN_DIGITS",
     "ROMAN_OR_LETTER",
+    "SIGNATURE",
+    "TITLE_LINE_BAD_CHARS",
+    "TITLE_LINE_BAD_END",
+    "TITLE_LINE_BAD_START",
+    "TITLE_LINE_MAX_CHARS",
+    "TITLE_LINE_MAX_WORDS",
     "arabic_to_roman",
     "filing_label",
     "heading_title",
     "html_title",
     "is_noise_title",
     "is_row_or_furniture",
+    "is_title_line",
     "normalise_label",
     "normalise_title",
     "numbered_line_depth",
@@ -414,3 +423,100 @@ def is_row_or_furniture(title: str) -> bool:
         if head and not _LABEL_WORD.search(head) and (dotted or not re.search(r"[a-z]", head)):
             return True
     return False
+
+
+# -- title-like plain lines ----------------------------------------------------------------------
+# A token that is a number, a date or a time: "2021", "29,499", "(1.5)", "12%", "5/7/26,", "3:39".
+_NUMERIC_WORD = re.compile(r"^[(\[$€£]*[-+–]?\d[\d,.:/-]*%?[)\]]?[,;]?$")
+# Text in round brackets, set aside before the word rules: "(In millions, except per share data)".
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+# A word group (1-3 words) written twice in a row: "Total Total", "Rank Share Rank Share".
+_TANDEM = re.compile(r"(?i)\b(\w+(?:\s+\w+){0,2})\s+\1\b")
+#: A signature mark: ``/s/``, ``/ S /``.
+SIGNATURE = re.compile(r"/\s*s\s*/", re.IGNORECASE)
+#: First characters of lines that are markup, list items, bullets, quotes, notes or footnotes,
+#: never a title: markdown (``-*+>|<`#[!\``), bullets converters write as text, ``(1)``.
+TITLE_LINE_BAD_START = "-*+>|<`#[!(\\•◦▪●■□–—"
+#: Characters of math, code and form placeholders (``\frac{a}{b}``, ``x = 1``, ``[Name]``).
+TITLE_LINE_BAD_CHARS = re.compile(r"[\\{}=^\[\]]")
+#: Words a title does not end with: articles, conjunctions, prepositions (a line cut in two)
+#: and ``Total`` (the last column of a flattened table header, ``Commitment Expiration Total``).
+TITLE_LINE_BAD_END = frozenset(
+    "a an and as at by for from in into of on or per than the to with total".split()
+)
+#: Most words (after the parentheticals) of a title line; more is a sentence or a row.
+TITLE_LINE_MAX_WORDS = 14
+#: Most characters of a title line (after the parentheticals).
+TITLE_LINE_MAX_CHARS = 120
+
+
+def is_title_line(line: str) -> bool:
+    r"""Tell whether a plain line reads like a title (a statement or section title).
+
+    PDF converters leave many titles as plain paragraphs (``SQUARE, INC. CONSOLIDATED BALANCE
+    SHEETS (In thousands, except share and per share data)``, ``Consolidated Statements of
+    Cash Flows (in millions)``). The rules come from the stand-alone plain lines of 24 of the
+    29 filings of bench/financebench-dev-md (opendataloader-pdf 2.5.16; the other 5 were kept
+    unseen as a check), read for what is a title and what is a sentence, a table row, a
+    flattened table header, a signature or a form line. This looks at the line alone; where it
+    stands (alone between blank lines, its neighbours, repeats) is the caller's part
+    (:mod:`proxypointer._converter`). A line is one when:
+
+    1. it does not start with markup, a bullet or a bracket (:data:`TITLE_LINE_BAD_START`:
+       list items, quotes, tables, HTML, ``(1)`` footnotes) and holds no ``/s/`` (a
+       signature, :data:`SIGNATURE`) and no ``___`` (a form blank);
+    2. it is not a table row or page furniture (:func:`is_row_or_furniture`), counting the
+       figures in brackets (``Basic $ (0.50) $ (1.24)``);
+    3. without its parentheticals (``(In millions)``) it has 2 to :data:`TITLE_LINE_MAX_WORDS`
+       words and at most :data:`TITLE_LINE_MAX_CHARS` characters, does not end in sentence
+       punctuation or a dash (``.,;:!?-``: a line cut in two), holds at most one number, date
+       or time and does not end in one, does not end in an article, conjunction, preposition
+       or ``Total``
+       (:data:`TITLE_LINE_BAD_END`), holds none of ``\{}=^[]`` (math, code, form
+       placeholders: :data:`TITLE_LINE_BAD_CHARS`) and at most one colon, not after its first
+       word (``FHLB: Federal Home Loan Bank``, ``To: ...``, ``Answer: ...`` are fields or
+       glossary entries; ``Derivatives and Hedging: Fair Value Hedging`` is a title);
+    4. its first character is a capital letter or a digit, and it holds at least two words of
+       four or more letters, at least two thirds of them capitalised (title case or capitals:
+       ``Consolidated Statements of Operations``, ``CONSOLIDATED BALANCE SHEETS``);
+    5. no word group is written twice in a row (``Total Total``, ``Rank Share Rank Share``:
+       the repeated columns of a flattened table header).
+
+    Args:
+        line: One line of text, as written (markdown markup makes it no title).
+
+    Returns:
+        True for a title-like line.
+
+    Example:
+        >>> is_title_line("Consolidated Balance Sheets (in millions, except par value)")
+        True
+        >>> is_title_line("Total current assets 7,761,629 3,219,801"), is_title_line("Net sales:")
+        (False, False)
+
+    """
+    full = line.strip()
+    if not full or full[0] in TITLE_LINE_BAD_START or SIGNATURE.search(full) or "___" in full:
+        return False
+    text = _PARENTHETICAL.sub("", full).strip()
+    words = text.split()
+    if not 2 <= len(words) <= TITLE_LINE_MAX_WORDS or len(text) > TITLE_LINE_MAX_CHARS:
+        return False
+    if text[-1] in ".,;:!?-–—" or TITLE_LINE_BAD_CHARS.search(text):
+        return False
+    colon = text.find(":")
+    if colon >= 0 and (text.count(":") > 1 or " " not in text[:colon]):
+        return False
+    if sum(1 for w in words if _NUMERIC_WORD.match(w)) > 1 or _NUMERIC_WORD.match(words[-1]):
+        return False
+    if words[-1].casefold() in TITLE_LINE_BAD_END:
+        return False
+    if not (text[0].isupper() or text[0].isdigit()):
+        return False
+    long_words = [w.strip("()[]“”\"'‘’,:") for w in words]
+    long_words = [w for w in long_words if len(w) >= 4 and w[0].isalpha()]
+    if len(long_words) < 2 or 3 * sum(1 for w in long_words if w[0].isupper()) < 2 * len(long_words):
+        return False
+    if _TANDEM.search(text):
+        return False
+    return not (is_row_or_furniture(full) or is_row_or_furniture(text))

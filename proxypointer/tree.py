@@ -4,8 +4,9 @@ Headings follow CommonMark as markdown-it-py parses it (commonmark preset + GFM 
 matter plugin; see :mod:`proxypointer._markdown`): ATX and setext, nothing inside fenced or
 indented code, display math, lists, block quotes, HTML blocks or table cells. YAML front
 matter is not a section. Text before the first heading becomes a level-0 *preamble* node.
-Converter-output modes (:mod:`proxypointer._converter`) add, drop or re-level headings;
-title rules live in :mod:`proxypointer.titles`.
+Converter-output modes (:mod:`proxypointer._converter`) add, drop or re-level headings (by
+default on documents that look converted from PDF); title rules live in
+:mod:`proxypointer.titles`.
 
 Line numbering is defined once, here, by :func:`normalise_text` and :func:`split_lines`:
 only ``\n``, ``\r\n`` and ``\r`` end a line (never ``\f``, U+2028 or NEL), and the same
@@ -20,7 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ._converter import apply_converter_modes
+from ._converter import HeadingReport, apply_converter_modes
 from ._markdown import Heading, parse_blocks, top_level_headings
 from .config import TreeConfig
 from .errors import StaleSourceError
@@ -29,8 +30,10 @@ __all__ = [
     "PREAMBLE_ID",
     "DocumentTree",
     "Heading",
+    "HeadingReport",
     "Node",
     "build_tree",
+    "explain_headings",
     "find_headings",
     "normalise_text",
     "slice_lines",
@@ -145,7 +148,8 @@ class DocumentTree:
     Attributes:
         doc_id: Document id (path relative to the corpus root, no suffix, ``/`` separators).
         title: Display title: the first heading when it is the only heading of the
-            shallowest level, else the file stem.
+            shallowest level (before ``tree.flatten_levels`` re-levels them), else the file
+            stem.
         line_count: Number of lines of the normalised text.
         front_matter_end: Last line of YAML front matter, 0 when there is none.
         nodes: Nodes in document order (preamble first when present).
@@ -201,24 +205,25 @@ class DocumentTree:
         return iter(self.nodes)
 
 
-def find_headings(
+def explain_headings(
     text: str, config: TreeConfig | None = None, *, lines: list[str] | None = None
-) -> tuple[list[Heading], int]:
-    """Find the section headings of normalised markdown text.
+) -> tuple[list[Heading], int, HeadingReport]:
+    """Find the section headings of normalised markdown text and say what the modes did.
 
     markdown-it-py parses the text (:func:`proxypointer._markdown.parse_blocks`); its
     top-level ATX and setext headings are the sections, and the converter-output modes that
     ``config`` switches on add, drop or re-level headings
-    (:func:`proxypointer._converter.apply_converter_modes`).
+    (:func:`proxypointer._converter.apply_converter_modes`; with the defaults the converter
+    rules run on documents that look converted from PDF, ``tree.converter_output: auto``).
 
     Args:
         text: Output of :func:`normalise_text`.
-        config: Converter-output modes; defaults are CommonMark only.
+        config: Heading modes; None for the defaults (:class:`TreeConfig`).
         lines: ``split_lines(text)`` when the caller already has it.
 
     Returns:
-        ``(headings, front_matter_end)``: headings in line order, and the last line of YAML
-        front matter (0 when absent).
+        ``(headings, front_matter_end, report)``: headings in line order, the last line of
+        YAML front matter (0 when absent) and what the modes did.
 
     Note:
         A heading with an empty title (a bare ``#``) is not a section: it would add a
@@ -228,10 +233,27 @@ def find_headings(
     config = config or TreeConfig()
     tokens = parse_blocks(text)
     headings, front_matter_end = top_level_headings(tokens)
-    if any((config.bold_headings, config.numbered_headings, config.html_headings, config.relevel_numbered,
-            config.drop_row_headings, config.relevel_filing)):
-        lines = split_lines(text) if lines is None else lines
-        headings = apply_converter_modes(lines, tokens, headings, config, front_matter_end)
+    lines = split_lines(text) if lines is None else lines
+    headings, report = apply_converter_modes(lines, tokens, headings, config, front_matter_end)
+    return headings, front_matter_end, report
+
+
+def find_headings(
+    text: str, config: TreeConfig | None = None, *, lines: list[str] | None = None
+) -> tuple[list[Heading], int]:
+    """Find the section headings of normalised markdown text (:func:`explain_headings`).
+
+    Args:
+        text: Output of :func:`normalise_text`.
+        config: Heading modes; None for the defaults (:class:`TreeConfig`).
+        lines: ``split_lines(text)`` when the caller already has it.
+
+    Returns:
+        ``(headings, front_matter_end)``: headings in line order, and the last line of YAML
+        front matter (0 when absent).
+
+    """
+    headings, front_matter_end, _ = explain_headings(text, config, lines=lines)
     return headings, front_matter_end
 
 
@@ -271,7 +293,7 @@ def build_tree(
     """
     lines = split_lines(text) if lines is None else lines
     n_lines = len(lines)
-    headings, fm_end = find_headings(text, config, lines=lines)
+    headings, fm_end, report = explain_headings(text, config, lines=lines)
     stem = doc_id.rsplit("/", 1)[-1] or doc_id
 
     nodes: list[Node] = []
@@ -302,7 +324,9 @@ def build_tree(
 
     heading_nodes = [n for n in nodes if n.kind == "heading"]
     title = stem
-    if heading_nodes:
+    if report.title_line:  # levels were flattened: the heading that named the document still does
+        title = next(n.title for n in heading_nodes if n.start_line == report.title_line)
+    elif heading_nodes:
         top = min(n.level for n in heading_nodes)
         tops = [n for n in heading_nodes if n.level == top]
         if len(tops) == 1 and tops[0] is heading_nodes[0]:

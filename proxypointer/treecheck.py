@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ConfigError, StaleSourceError
 from .titles import is_row_or_furniture, numbering_depth
-from .tree import DocumentTree, Node
+from .tree import DocumentTree, HeadingReport, Node
 
 __all__ = [
     "TreeWarning",
@@ -48,14 +48,15 @@ class TreeWarning:
     """One finding of :func:`check_tree`.
 
     Attributes:
-        code: Stable kind: ``no-headings``, ``flat-levels``, ``dominant-node``,
-            ``sentence-heading``, ``math-heading``, ``row-headings``, ``duplicate-title`` or
-            ``long-section``.
+        code: Stable kind: ``no-headings``, ``converter-rules``, ``flat-levels``,
+            ``dominant-node``, ``sentence-heading``, ``math-heading``, ``row-headings``,
+            ``duplicate-title`` or ``long-section``.
         line: Line the finding points at, 1-based; 0 when it concerns the whole document.
         message: ``<what looks wrong>; <what to try>``, without the file or line (see
             :meth:`format`). Fixes name the CLI flag and, in parentheses, the config key.
         severity: ``warning`` (the tree looks wrong) or ``note`` (worth knowing, nothing
-            wrong: a document without headings is indexed as sliding windows).
+            wrong: a document without headings is indexed as sliding windows; the converter
+            rules changed the headings).
 
     """
 
@@ -157,11 +158,33 @@ def _own_text(lines: list[str], node: Node) -> str:
     return "\n".join(lines[node.body_start_line - 1 : node.body_end_line])
 
 
+def _rules_note(report: HeadingReport) -> TreeWarning:
+    done = []
+    if "drop_row_headings" in report.rules:
+        done.append(f"{len(report.dropped)} heading(s) dropped as table rows or page furniture")
+    if "title_lines" in report.rules:
+        first = f" (first: line {report.promoted[0].line}, {report.promoted[0].title!r})" if report.promoted else ""
+        done.append(f"{len(report.promoted)} title line(s) made headings{first}")
+    if "flatten_levels" in report.rules:
+        done.append("levels taken from numbering only")
+    if "relevel_filing" in report.rules:
+        done.append("levels taken from filing labels (PART, ITEM, Note)")
+    if report.relevelled:
+        done.append(f"{report.relevelled} heading(s) at another level than written")
+    return TreeWarning(
+        "converter-rules", 0,
+        f"converter rules ran ({report.converter_output}): {'; '.join(done) or 'nothing changed'}; "
+        "to keep the headings as written: --converter-output off (tree.converter_output: off)",
+        "note",
+    )
+
+
 def check_tree(
     tree: DocumentTree,
     lines: list[str],
     count_tokens: Callable[[str], int] | None = None,
     max_section_tokens: int = 2000,
+    report: HeadingReport | None = None,
 ) -> list[TreeWarning]:
     """Flag a tree that looks wrongly converted before it is indexed.
 
@@ -169,7 +192,10 @@ def check_tree(
 
     * ``no-headings`` (a note): the document has text but no heading; it will be indexed
       as sliding windows, a supported fallback. If the converter wrote titles as bold,
-      numbered or ``<hN>`` lines, the converter-output modes find them.
+      numbered, ``<hN>`` or plain title lines, the converter-output modes find them.
+    * ``converter-rules`` (a note, only with ``report``): the converter rules ran on the
+      document, why (``page markers (opendataloader)``) and what they did: headings dropped,
+      title lines promoted, levels re-set.
     * ``flat-levels``: at least :data:`FLAT_MIN_HEADINGS` headings, all at one level, and
       numbering (``3``, ``3.1``, ``Item 7``) shows more than one depth; try
       ``--relevel-numbered``.
@@ -183,8 +209,8 @@ def check_tree(
       an equation read as a setext heading (shared case 35; an unclosed ``$$`` or a blank
       line inside the equation keeps the CommonMark reading).
     * ``row-headings``: headings that read like table rows or page furniture
-      (:func:`proxypointer.titles.is_row_or_furniture`), reported once at the first one
-      with their count; try ``--drop-row-headings``.
+      (:func:`proxypointer.titles.is_row_or_furniture`) left in the tree, reported once at
+      the first one with their count; try ``--converter-output on``.
     * ``duplicate-title``: two nodes with the same title path (breadcrumb), which retrieval
       cannot tell apart; reported at the later one.
     * ``long-section``: a node's own text is over ``max_section_tokens`` tokens.
@@ -197,6 +223,8 @@ def check_tree(
             estimate for English prose.
         max_section_tokens: Own-text size above which ``long-section`` is reported, in the
             unit of ``count_tokens``; must be > 0.
+        report: What the heading modes did (:func:`proxypointer.tree.explain_headings` with
+            the config the tree was built with); None: no ``converter-rules`` note.
 
     Returns:
         Findings ordered by line (whole-document ones, line 0, first), then code; empty
@@ -220,14 +248,17 @@ def check_tree(
     headings = [n for n in tree.nodes if n.kind == "heading"]
     total_chars = sum(len(s.strip()) for s in lines[tree.front_matter_end :])
 
+    if report is not None and report.converter_output:
+        found.append(_rules_note(report))
+
     if not headings:
         if total_chars:
             found.append(TreeWarning(
                 "no-headings", 0,
                 "no headings: the document will be indexed as sliding windows (a supported "
-                "fallback); if the converter wrote titles as bold, numbered or <hN> lines, try "
-                "--bold-headings, --numbered-headings or --html-headings (tree.bold_headings, "
-                "tree.numbered_headings, tree.html_headings)",
+                "fallback); if the converter wrote titles as bold, numbered, <hN> or plain title lines, try "
+                "--bold-headings, --numbered-headings, --html-headings or --converter-output on "
+                "(tree.bold_headings, tree.numbered_headings, tree.html_headings, tree.converter_output)",
                 "note",
             ))
         return found
@@ -257,7 +288,7 @@ def check_tree(
         found.append(TreeWarning(
             "row-headings", rows[0].start_line,
             f"{len(rows)} heading(s) read like table rows or page furniture (first: "
-            f"{rows[0].title!r}); try --drop-row-headings (tree.drop_row_headings)",
+            f"{rows[0].title!r}); try --converter-output on (tree.converter_output, tree.drop_row_headings)",
         ))
 
     seen: dict[tuple[str, ...], int] = {}

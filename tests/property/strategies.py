@@ -8,6 +8,9 @@ Two families:
   matter, tabs, form feeds, U+2028, CR/CRLF, BOM). Used against markdown-it-py.
 * ``heading_documents``: documents with many real headings (ATX at levels 1-6 and setext)
   between paragraphs and code, for the tree invariants.
+* ``converter_documents``: what PDF converters write: page markers, headings at any level
+  (numbered labels, table rows, folios), stand-alone title-like lines, flattened table rows,
+  lists, quotes and code holding title-like lines, for the converter rules.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from hypothesis import strategies as st
 
 __all__ = [
     "BODIES",
+    "CONVERTER_TITLES",
     "MATH_MARK",
     "PREFIXES",
+    "converter_documents",
     "heading_documents",
     "markdown_documents",
     "markdown_lines",
@@ -137,3 +142,57 @@ def heading_documents(draw: st.DrawFn, max_blocks: int = 30) -> str:
     if lines and draw(st.booleans()):
         lines.pop()
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
+
+
+#: Title-like lines (``titles.is_title_line`` accepts each), placed plain by ``converter_documents``.
+CONVERTER_TITLES: tuple[str, ...] = (
+    "CONSOLIDATED BALANCE SHEETS (In millions)", "Consolidated Statements of Cash Flows",
+    "Risks Related to Our Business", "Notes to Consolidated Financial Statements", "Critical Audit Matters",
+)
+_CONVERTER_HEADINGS = (
+    "Item 7. Management's Discussion", "PART II", "Note 14 - Debt", "14. Debt", "Section 2.05 Bids",
+    "2.05.4 Quotes", "Overview", "44", "4,867,457 $ 133.54", "2021 FORM 10-K 30", "PAGE", "Results of Operations",
+)
+
+
+@st.composite
+def _converter_block(draw: st.DrawFn) -> list[str]:
+    kind = draw(st.sampled_from(
+        ["heading", "heading", "title", "title", "para", "row", "marker", "list", "quote", "fence", "lead", "blank"]
+    ))
+    title = draw(st.sampled_from(CONVERTER_TITLES))
+    if kind == "heading":
+        return ["#" * draw(st.integers(1, 6)) + " " + draw(st.sampled_from(_CONVERTER_HEADINGS))]
+    if kind == "title":
+        return [title]
+    if kind == "para":
+        return [draw(_TITLE) + " was reported in the year."]
+    if kind == "row":
+        return [draw(st.sampled_from(["Total assets $ 9,869,550 $ 4,551,258", "December 31, 2020 2019", "83"]))]
+    if kind == "marker":
+        return [f"<!-- page {draw(st.integers(1, 400))} -->"]
+    if kind == "list":
+        return ["- " + title]
+    if kind == "quote":
+        return ["> " + title]
+    if kind == "fence":
+        return ["```", title, "```"]
+    if kind == "lead":
+        return ["The following table shows the amounts:"]
+    return [""]
+
+
+@st.composite
+def converter_documents(draw: st.DrawFn, max_blocks: int = 30) -> str:
+    """Normalised markdown shaped like PDF converter output (see ``_converter_block``).
+
+    Blocks are separated by blank lines, or by nothing (a page marker or title line glued to
+    its neighbour), so that title lines stand alone only sometimes.
+    """
+    blocks = draw(st.lists(_converter_block(), min_size=0, max_size=max_blocks))
+    lines: list[str] = []
+    for block in blocks:
+        lines.extend(block)
+        if draw(st.integers(0, 3)):
+            lines.append("")
+    return "\n".join(lines) + "\n"

@@ -7,6 +7,10 @@ clean, heading lines are ATX or setext). Also:
   subtree of the inserted heading's parent.
 * A closed display-math block (``$$``, ``\\[``, ``\\begin{equation}``) never yields a heading.
 * With every converter-output mode on, the range and coverage invariants still hold.
+* On converter-like documents with the converter rules on: every promoted line is a
+  stand-alone top-level paragraph line that ``titles.is_title_line`` accepts (never in a list,
+  quote or code), no heading left reads like a table row, and every level is the depth of the
+  title's numbering (1 when it has none).
 """
 
 from __future__ import annotations
@@ -14,17 +18,23 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from proxypointer._markdown import parse_blocks
 from proxypointer.config import TreeConfig
-from proxypointer.tree import build_tree, normalise_text, split_lines
+from proxypointer.titles import is_row_or_furniture, is_title_line, numbering_depth
+from proxypointer.tree import build_tree, explain_headings, normalise_text, split_lines
 
 from .invariants import check_tree_invariants
-from .strategies import MATH_MARK, heading_documents, markdown_documents
+from .strategies import MATH_MARK, converter_documents, heading_documents, markdown_documents
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+COMMONMARK = TreeConfig(converter_output="off")
+
+
 def _check_invariants(text: str) -> None:
-    check_tree_invariants(text)
+    check_tree_invariants(text, COMMONMARK)
+    check_tree_invariants(text, syntax=False)  # the defaults: converter rules where detected
 
 
 @SETTINGS
@@ -77,8 +87,8 @@ def test_inserting_a_heading_keeps_other_ids(text, data):
             assert new.node_id == old.node_id, (old.title, line)
 
 
-ALL_MODES = TreeConfig(bold_headings=True, numbered_headings=True, html_headings=True, relevel_numbered=True,
-                       drop_row_headings=True, relevel_filing=True)
+ALL_MODES = TreeConfig(converter_output="on", bold_headings=True, numbered_headings=True, html_headings=True,
+                       relevel_numbered=True)
 
 
 @SETTINGS
@@ -90,6 +100,22 @@ def test_invariants_with_every_converter_mode(raw):
 @SETTINGS
 @given(heading_documents())
 def test_display_math_never_makes_a_heading(text):
-    tree = check_tree_invariants(text)
+    tree = check_tree_invariants(text, COMMONMARK)
     assert not any(MATH_MARK in n.title or n.title.startswith(("$$", "\\[")) for n in tree.nodes)
     assert all(MATH_MARK not in n.title for n in build_tree(text, "doc", ALL_MODES).nodes)
+
+
+@SETTINGS
+@given(converter_documents())
+def test_converter_rules_on_converter_like_documents(text):
+    check_tree_invariants(text, syntax=False)
+    check_tree_invariants(text, ALL_MODES, syntax=False)
+    headings, _, report = explain_headings(text, TreeConfig(converter_output="on"))
+    lines = split_lines(text)
+    paragraphs = {t.map[0] + 1 for t in parse_blocks(text) if t.type == "paragraph_open" and t.level == 0 and t.map
+                  and t.map[1] - t.map[0] == 1}
+    for h in report.promoted:
+        assert h.line in paragraphs and is_title_line(lines[h.line - 1]), h
+        assert not lines[h.line - 1].startswith(("- ", "> ", "```"))
+    assert not any(is_row_or_furniture(h.title) for h in headings)
+    assert all(h.level == (numbering_depth(h.title) or 1) for h in headings)

@@ -16,6 +16,7 @@ from proxypointer.titles import (
     html_title,
     is_noise_title,
     is_row_or_furniture,
+    is_title_line,
     normalise_label,
     normalise_title,
     numbered_line_depth,
@@ -197,3 +198,64 @@ def test_rows_and_furniture(title):
 )
 def test_section_titles_are_not_rows(title):
     assert not is_row_or_furniture(title)
+
+
+# -- title-like plain lines (tree.title_lines) ---------------------------------------------------
+@pytest.mark.parametrize(
+    "line",
+    [
+        "SQUARE, INC. CONSOLIDATED BALANCE SHEETS (In thousands, except share and per share data)",
+        "Consolidated Statements of Cash Flows (in millions)",
+        "CONSOLIDATED STATEMENTS OF OPERATIONS",
+        "Risks Related to Ownership of Our Common Stock",
+        "Notes to Consolidated Financial Statements",
+        "ARTICLE VI. Distribution Options",
+        "Derivatives and Hedging: Fair Value Hedging",
+        "Item 1. Business Overview",
+        "2021 Target Allocation",  # one year is allowed
+        "  Critical Audit Matters  ",
+    ],
+)
+def test_title_lines(line):
+    assert is_title_line(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("This is an ordinary sentence about the results.", "a sentence"),
+        ("The company reported strong results in all of its segments this year", "lower case words"),
+        ("Total current assets 7,761,629 3,219,801", "a table row"),
+        ("Basic $ (0.50) $ (1.24) $ (1.08) Diluted $ (0.50) $ (1.24)", "a row of figures in brackets"),
+        ("December 31, 2020 2019", "dates"),
+        ("- Consolidated Balance Sheets", "a list item"),
+        ("> Consolidated Balance Sheets", "a quote"),
+        ("| Consolidated | Balance Sheets |", "a table"),
+        ("<b>Consolidated Balance Sheets</b>", "HTML"),
+        ("**Consolidated Balance Sheets**", "bold (the bold_headings mode's)"),
+        ("# Consolidated Balance Sheets", "already a heading"),
+        ("PAGE", "page furniture"),
+        ("2021 FORM 10-K 30", "a running header"),
+        ("*Results*", "a one-word emphasis line"),
+        ("Results", "one word"),
+        ("Assets Current assets:", "a lead-in ending in a colon"),
+        ("Organic % Change, Non-", "a line cut in two"),
+        ("Total Number of", "ends in a preposition"),
+        ("Commitment Expiration By Period Total", "a table header ending in Total"),
+        ("years Total Total", "starts lower case, repeated column"),
+        ("Rank Share Rank Share", "repeated columns"),
+        ("/s/ Jack Dorsey Jack Dorsey Chief Executive Officer", "a signature"),
+        ("By: / S / LARRY J. MERLO Chief Executive", "a signature with spaces"),
+        ("Participant: [ _____________ ] Employee ID", "a form line"),
+        ("FHLB: Federal Home Loan Bank", "a glossary entry"),
+        ("Input Sentence: [wtt(It), wtt(might)]", "brackets"),
+        ("L_{w} = Sum Over Words", "math"),
+        ("(1) Amounts Reclassified From Other Income", "a footnote"),
+        ("• Continuing Care Rx, LLC (Pennsylvania)", "a bullet written as text"),
+        ("Consolidated Balance Sheets Consolidated Statements of Operations Consolidated Statements of "
+         "Cash Flows Consolidated Statements of Equity", "too many words"),
+        ("", "empty"),
+    ],
+)
+def test_not_title_lines(line, why):
+    assert not is_title_line(line), why

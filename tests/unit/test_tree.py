@@ -608,8 +608,9 @@ def test_display_math_inside_a_list_item():
 
 
 # -- 10-K structure: drop_row_headings, relevel_filing -------------------------------------------
-ROWS = TreeConfig(drop_row_headings=True)
-FILING = TreeConfig(relevel_filing=True)
+ROWS = TreeConfig(converter_output="on", title_lines=False, flatten_levels=False)
+FILING = TreeConfig(converter_output="on", drop_row_headings=False, title_lines=False, flatten_levels=False,
+                    relevel_filing=True)
 
 FLAT_10K = """\
 ### FORM 10-K
@@ -717,10 +718,12 @@ def test_drop_row_headings_merges_rows_into_the_section_before():
     tree = build_tree(text, "doc", ROWS)
     assert [(n.title, n.start_line, n.end_line) for n in tree.nodes] == [
         ("Results", 1, 17), ("Outlook", 11, 17)]
-    assert len(build_tree(text, "doc").nodes) == 6  # off by default
+    assert len(build_tree(text, "doc", TreeConfig(converter_output="off")).nodes) == 6
+    # four row-like headings: converter output for the default (auto), rows dropped, levels flattened
+    assert [(n.title, n.level) for n in build_tree(text, "doc").nodes] == [("Results", 1), ("Outlook", 1)]
 
 
 def test_drop_row_headings_keeps_section_titles_and_filters_converter_modes():
     text = "# Fiscal 2018 Compared to Fiscal 2017\n\n**$ 1,234 $ 5,678**\n\n**Liquidity**\n\nx\n"
-    config = TreeConfig(drop_row_headings=True, bold_headings=True)
+    config = TreeConfig(converter_output="on", title_lines=False, flatten_levels=False, bold_headings=True)
     assert [h.title for h in find_headings(text, config)[0]] == ["Fiscal 2018 Compared to Fiscal 2017", "Liquidity"]

@@ -2,9 +2,9 @@
 
 The benchmarks are real converter output and papers (qasper, long reports, 10-K filings):
 each document must give a tree whose ranges nest, whose own texts cover the document once
-and whose titles are clean (tests/property/invariants.py) in CommonMark mode; converter
-output (long reports, filings) also with every converter-output mode on. Skips, saying why,
-where ../shared is absent.
+and whose titles are clean (tests/property/invariants.py) in CommonMark mode, with the
+defaults (converter rules on the documents that look converted) and with every mode on.
+Skips, saying why, where ../shared is absent.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from property.invariants import check_tree_invariants
 from proxypointer.config import TreeConfig
 from proxypointer.readers import read_document
 
-ALL_MODES = TreeConfig(bold_headings=True, numbered_headings=True, html_headings=True, relevel_numbered=True,
-                       drop_row_headings=True, relevel_filing=True)
+COMMONMARK = TreeConfig(converter_output="off")
+ALL_MODES = TreeConfig(converter_output="on", bold_headings=True, numbered_headings=True, html_headings=True,
+                       relevel_numbered=True)
 
 
 def _bench_files(shared_dir: Path) -> list[Path]:
@@ -35,7 +36,8 @@ def test_tree_invariants_on_every_bench_document(shared_dir):
     for path in files:
         text = read_document(path)
         try:
-            tree = check_tree_invariants(text, twice=False)
+            tree = check_tree_invariants(text, COMMONMARK, twice=False)
+            check_tree_invariants(text, syntax=False, twice=False)
             if not path.relative_to(shared_dir / "bench").parts[0].startswith("qasper"):
                 check_tree_invariants(text, ALL_MODES, syntax=False, twice=False)
         except AssertionError as err:

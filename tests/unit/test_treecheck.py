@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,8 +141,8 @@ def test_row_headings_reported_once_with_count():
     text = "# Results\ntext\n###### 4,867,457 $ 133.54\nx\n## Outlook\ny\n###### 2021 FORM 10-K 30\n"
     rows = [w for w in _check(text) if w.code == "row-headings"]
     assert [(w.line, w.severity) for w in rows] == [(3, "warning")]
-    assert "2 heading(s)" in rows[0].message and "--drop-row-headings" in rows[0].message
-    tree = build_tree(text, "doc", TreeConfig(drop_row_headings=True))
+    assert "2 heading(s)" in rows[0].message and "--converter-output on" in rows[0].message
+    tree = build_tree(text, "doc", TreeConfig(converter_output="on"))
     assert not [w for w in check_tree(tree, split_lines(text)) if w.code == "row-headings"]
 
 
@@ -174,3 +175,43 @@ def test_cli_check_with_a_mode_flag(tmp_path, capsys):
     doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n", encoding="utf-8")
     assert main(["tree", "--check", "--relevel-numbered", str(doc)]) == 0
     assert capsys.readouterr().out.strip() == f"{doc}: ok (4 nodes)"
+
+
+CONVERTED_PAGE = """\
+<!-- page 1 -->
+# Item 8. Financial Statements
+
+CONSOLIDATED BALANCE SHEETS
+
+Cash and cash equivalents $ 1,284 $ 1,102
+
+## Total current assets $ 1,234
+
+<!-- page 2 -->
+## Note 14 - Debt
+
+text
+"""
+
+
+def test_cli_check_says_what_the_converter_rules_did(tmp_path, capsys):
+    doc = tmp_path / "converted.md"
+    doc.write_text(CONVERTED_PAGE, encoding="utf-8")
+    assert main(["tree", "--check", str(doc)]) == 0
+    note, ok = capsys.readouterr().out.splitlines()
+    assert note.startswith(f"{doc}: note[converter-rules]: converter rules ran (page markers (opendataloader)): ")
+    assert "1 heading(s) dropped as table rows or page furniture" in note
+    assert "1 title line(s) made headings (first: line 4, 'CONSOLIDATED BALANCE SHEETS')" in note
+    assert note.endswith("to keep the headings as written: --converter-output off (tree.converter_output: off)")
+    assert ok == f"{doc}: ok (4 nodes)"  # preamble (the marker line), Item 8, the statement, Note 14
+
+
+def test_cli_converter_output_off_keeps_the_headings_as_written(tmp_path, capsys):
+    doc = tmp_path / "converted.md"
+    doc.write_text(CONVERTED_PAGE, encoding="utf-8")
+    assert main(["tree", "--json", "--converter-output", "off", str(doc)]) == 0
+    titles = [n["title"] for n in json.loads(capsys.readouterr().out)["nodes"] if n["kind"] == "heading"]
+    assert titles == ["Item 8. Financial Statements", "Total current assets $ 1,234", "Note 14 - Debt"]
+    # and the check then warns about the row heading instead
+    assert main(["tree", "--check", "--converter-output", "off", str(doc)]) == 1
+    assert "warning[row-headings]" in capsys.readouterr().out
