@@ -4,8 +4,9 @@
 (dense or hybrid; max, sum or rrf; title routing; title field; label lookup; breadcrumb-only
 sections demoted or not; nested keep or merge), with any allow-list, and each section's
 ``score`` is the cosine similarity of its chunk. Delivered sections never exceed the cap the
-delivery policy promises (``retrieval.subtree_cap_tokens`` / ``own_text_tokens``), and their
-text is exactly the stored lines they cite.
+delivery policy promises (``retrieval.subtree_cap_tokens`` for a whole subtree, else
+``own_text_tokens`` for the own text, plus an outline of the children that reaches the rest),
+and their text is exactly the stored lines they cite.
 """
 
 from __future__ import annotations
@@ -25,21 +26,33 @@ from proxypointer.retrieval import Retriever
 WORDS = ("kettle", "descale", "vinegar", "toaster", "crumb", "fridge", "leave", "pay", "pump", "pressure",
          "buffer", "warranty", "returns", "notice", "period", "guide")
 
-#: The pipeline before the reports round: dense, best chunk, no title field or label lookup.
-BEFORE = {"title_weight": 0.0, "label_lookup": False, "demote_empty": False, "subtree_cap_tokens": 0}
+#: The pipeline before the reports round: dense, best chunk, no routing, title field, label
+#: lookup, demotion or cap (configs/fast.yaml keeps labels, demotion and the cap).
+BEFORE = {"hybrid": False, "section_scoring": "max", "title_routing_docs": 0, "title_weight": 0.0,
+          "label_lookup": False, "demote_empty": False, "subtree_cap_tokens": 0}
 
+#: Every scoring mode: ``{}`` is the default pipeline (hybrid, sum of 2, rrf_k 5, title field,
+#: label lookup, demotion, cap; title routing needs more documents than the 3 of the default,
+#: so ``title_routing_docs: 1`` turns it on in these stores of 1-3 documents).
 MODES = (
     {},
     BEFORE,
-    {"hybrid": True, "section_scoring": "sum", "section_top_n": 2, "rrf_k": 5, "lexical_weight": 0.5,
-     "title_routing_docs": 1},
-    {"hybrid": True, **BEFORE},
-    {"section_scoring": "sum", "section_top_n": 2},
-    {"section_scoring": "rrf", "hybrid": True, "rrf_k": 5},
-    {"hybrid": True, "title_routing_docs": 1},
+    {"hybrid": False, "section_scoring": "max"},
+    {"hybrid": False, "section_scoring": "sum", "section_top_n": 3},
+    {"hybrid": False, "section_scoring": "rrf", "rrf_k": 60},
+    {"hybrid": False, "section_scoring": "max", "title_routing_docs": 1},
+    {"hybrid": True, **{k: v for k, v in BEFORE.items() if k != "hybrid"}},
+    {"section_scoring": "max"},
+    {"section_scoring": "rrf"},
+    {"title_routing_docs": 1},
+    {"title_routing_docs": 1, "title_routing_weight": 0.0},
     {"nested": "merge"},
-    {"nested": "merge", "hybrid": True, "section_scoring": "sum", "title_routing_docs": 1},
+    {"nested": "merge", "hybrid": False, "section_scoring": "max", "title_routing_docs": 1},
 )
+
+#: Modes the delivery property is checked in (the cap applies after ranking, whatever ranked).
+DELIVERY_MODES = ({}, {"hybrid": False, "section_scoring": "max"}, {"section_scoring": "rrf", "title_routing_docs": 1},
+                  {"nested": "merge"})
 
 _words = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join)
 #: Words and labels ("Note 3", "Box 1.2") so that label lookup has something to find.
@@ -116,21 +129,35 @@ def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own):
             texts[f"doc{i}"] = text + "\n"
             (corpus / f"doc{i}.md").write_text(text + "\n", encoding="utf-8")
         embedder = HashingEmbedder()
-        cfg = ProxyPointerConfig(retrieval=RetrievalConfig(subtree_cap_tokens=cap, own_text_tokens=own))
-        with Index(Path(tmp) / "store", cfg, embedder) as idx:
+        with Index(Path(tmp) / "store", ProxyPointerConfig(), embedder) as idx:
             assert not idx.ingest([corpus], show_progress=False).failed
-            tok = embedder.tokenizer
-            for s in Retriever(idx).retrieve(query, k=12):
-                n = tok.count(s.text)
-                if s.delivery == "subtree":
-                    assert cap == 0 or n <= cap, (s.citation, n, cap)
-                    assert (s.text_start_line, s.text_end_line) == (s.start_line, s.end_line) and not s.outline
-                else:
-                    assert n <= own, (s.citation, s.delivery, n, own)
-                lines = texts[s.doc_id].split("\n")[s.text_start_line - 1 : s.text_end_line]
-                assert s.start_line <= s.text_start_line <= s.text_end_line <= s.end_line
-                assert s.text == "\n".join(lines) or (s.delivery == "excerpt" and s.text_start_line == s.text_end_line
-                                                      and lines[0].startswith(s.text))
-                assert s.citation == f"{s.doc_id}.md#L{s.text_start_line}-L{s.text_end_line}"
-                for e in s.outline:  # the children, each inside the section, after its own text
-                    assert s.text_end_line < e.start_line <= e.end_line <= s.end_line
+        tok = embedder.tokenizer
+        for mode in DELIVERY_MODES:
+            cfg = ProxyPointerConfig(retrieval=RetrievalConfig(subtree_cap_tokens=cap, own_text_tokens=own, **mode))
+            with Index(Path(tmp) / "store", cfg, embedder) as idx:
+                for s in Retriever(idx).retrieve(query, k=12):
+                    _check_delivery(s, texts[s.doc_id].split("\n"), tok, cap, own, mode)
+
+
+def _check_delivery(s, lines, tok, cap, own, mode):
+    """The promise of retrieval.subtree_cap_tokens / own_text_tokens for one delivered section."""
+    n = tok.count(s.text)
+    if s.delivery == "subtree":
+        assert cap == 0 or n <= cap, (mode, s.citation, n, cap)
+        assert (s.text_start_line, s.text_end_line) == (s.start_line, s.end_line) and not s.outline
+    else:  # own text (or a window of it) within own_text_tokens, plus the outline of the children
+        assert cap > 0 and n <= own, (mode, s.citation, s.delivery, n, own)
+    cut = lines[s.text_start_line - 1 : s.text_end_line]
+    assert s.start_line <= s.text_start_line <= s.text_end_line <= s.end_line
+    assert s.text == "\n".join(cut) or (s.delivery == "excerpt" and s.text_start_line == s.text_end_line
+                                        and cut[0].startswith(s.text))
+    assert s.citation == f"{s.doc_id}.md#L{s.text_start_line}-L{s.text_end_line}"
+    after = s.text_end_line
+    for e in s.outline:  # the children in order, each a heading inside the section, after its own text
+        assert after < e.start_line <= e.end_line <= s.end_line, (mode, s.citation, e)
+        assert lines[e.start_line - 1].startswith("#") and e.citation == f"{s.doc_id}.md#L{e.start_line}-L{e.end_line}"
+        after = e.end_line
+    if s.delivery == "own_text" and s.outline:
+        # nothing of the section is out of reach: what the own text leaves out is in the outline
+        assert not "".join(lines[s.text_end_line : s.outline[0].start_line - 1]).strip(), (mode, s.citation)
+        assert s.outline[-1].end_line == s.end_line, (mode, s.citation)
