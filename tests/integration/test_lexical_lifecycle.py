@@ -1,4 +1,4 @@
-"""The lexical index (FTS5) moves with the registry flip: a SIGKILLed writer leaves the old version."""
+"""The lexical indexes (chunk and title FTS5) move with the registry flip: a SIGKILLed writer leaves the old version."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig, RetrievalConfig
+from proxypointer.lexical import lexical_terms
 from proxypointer.ranking import Ranker
 
 pytestmark = pytest.mark.integration
@@ -31,9 +32,9 @@ CFG = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens
                          retrieval=RetrievalConfig(hybrid=True))
 
 
-def write(folder: Path, body: str) -> None:
+def write(folder: Path, body: str, kettle: str = "Kettle") -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "guide.md").write_text(f"# Guide\n\n## Kettle\n\n{body}\n\n## Toaster\n\nEmpty the crumb tray.\n")
+    (folder / "guide.md").write_text(f"# Guide\n\n## {kettle}\n\n{body}\n\n## Toaster\n\nEmpty the crumb tray.\n")
 
 
 @pytest.mark.parametrize("kill_at", ["after_add:1", "mid_add:1", "after_commit:1"])
@@ -41,7 +42,7 @@ def test_a_writer_killed_around_the_flip_leaves_lexical_hits_of_one_version(tmp_
     folder, store = tmp_path / "docs", tmp_path / "store"
     write(folder, "Descale the kettle with vinegar.")
     assert drive(store, "-", folder).returncode == 0
-    write(folder, "Descale the kettle with citric acid.")
+    write(folder, "Descale the kettle with citric acid.", kettle="Kettle limescale")
     proc = drive(store, kill_at, folder)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
@@ -53,4 +54,9 @@ def test_a_writer_killed_around_the_flip_leaves_lexical_hits_of_one_version(tmp_
     assert (bool(old), bool(new)) == ((False, True) if flipped else (True, False))
     assert all(h.metadata["version"] == live for h in old + new)
     assert set(index.registry.lexical_rows("guide")) == index.registry.chunk_ids("guide")
+    # the title index (FTS5 over heading paths) flips with the same transaction
+    titles = index.registry.title_search(lexical_terms("limescale"), 10)
+    assert bool(titles) == flipped
+    kettle = index.registry.title_search(lexical_terms("kettle"), 10)
+    assert kettle and {v for _, v, _, _ in kettle + titles} == {live}
     index.close()

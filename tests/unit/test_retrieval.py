@@ -499,7 +499,7 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
     cfg = ProxyPointerConfig(retrieval=RetrievalConfig(hybrid=True))
     idx = make_index(cfg)
     assert idx.ingest([doc.parent], show_progress=False).indexed == 1
-    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with citric acid.\n")
+    doc.write_text("# Guide\n\n## Kettle limescale\n\nDescale the kettle with citric acid.\n")
 
     def killed(*args, **kwargs):  # the new chunks are in Chroma; the process dies before the flip
         raise KeyboardInterrupt
@@ -517,6 +517,15 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
     assert old and all(h.metadata["version"] == reader.registry.get("guide").version for h in old)
     (s,) = Retriever(reader).retrieve("descale with citric acid or vinegar", k=1)
     assert "vinegar" in s.text and "citric" not in s.text
+    # the title index too: the new heading is not searchable, the old one is, at the live version
+    from proxypointer.lexical import lexical_terms
+
+    assert reader.registry.title_search(lexical_terms("limescale"), 10) == []
+    rows = reader.registry.title_search(lexical_terms("kettle"), 10)
+    assert rows and {v for _, v, _, _ in rows} == {reader.registry.get("guide").version}
+    assert ranker.titles("kettle limescale", 10, None, ranker.query_vectors("kettle"), {})
+    (s,) = Retriever(reader).retrieve("kettle limescale", k=1)
+    assert s.title == "Kettle" and "limescale" not in s.text
 
 
 # -- delivery of big sections (retrieval.subtree_cap_tokens) -----------------------------------------
