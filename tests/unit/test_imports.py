@@ -3,12 +3,13 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "sentence_transformers", "chromadb", "transformers", "langchain_text_splitters")
+HEAVY = ("torch", "sentence_transformers", "chromadb", "transformers", "langchain_text_splitters", "ray", "pyarrow")
 
 
 def test_import_does_not_load_heavy_dependencies():
     code = (
-        "import sys, proxypointer, proxypointer.cli, proxypointer.pipeline, proxypointer.retrieval;"
+        "import sys, proxypointer, proxypointer.cli, proxypointer.pipeline, proxypointer.retrieval,"
+        " proxypointer.distributed, proxypointer.distributed.ray_stages;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -21,3 +22,24 @@ def test_public_names():
     assert proxypointer.__all__ == sorted(proxypointer.__all__)
     for name in proxypointer.__all__:
         assert getattr(proxypointer, name) is not None
+
+
+def test_cli_loads_ray_only_for_engine_ray(tmp_path):
+    """`ingest --help` and a local ingest never import Ray; `--engine ray` is refused before it
+    loads anything when the store is the embedded one (issue 17)."""
+    code = (
+        "import sys\n"
+        "from proxypointer.cli import main\n"
+        "try:\n"
+        "    main(['ingest', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"code = main(['ingest', {str(tmp_path / 'none')!r}, '--engine', 'ray', '-q',"
+        f" '--store', {str(tmp_path / 's')!r}])\n"
+        "print(code, [m for m in ('ray', 'pyarrow') if m in sys.modules])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "1 []"
+    assert "--engine" in proc.stdout and "--ray-address" in proc.stdout
+    assert "store.mode: http" in proc.stderr and "not safe across processes" in proc.stderr
+    assert not (tmp_path / "s").exists()  # refused before the store was created
