@@ -328,8 +328,9 @@ def _pipeline(
     owner = (store_id, root) if store_id else None
     here = {"ray.io/node-id": ray.get_runtime_context().get_node_id()}  # beside the registry
     model = index.embedder.name
-    schema_items = [{"pending": pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)} for p in pending.values()]
-    ds = ray.data.from_items(schema_items)
+    items = [{"pending": pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)} for p in pending.values()]
+    # one block per parse batch, so that the parse tasks (and the stages after) run side by side
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // PARSE_BATCH_DOCS))
     ds.context.enable_progress_bars = False  # the driver shows its own bars
     ds = ds.map_batches(
         stages.parse_batch,
