@@ -153,14 +153,11 @@ def _import_ray() -> Any:
     return ray
 
 
-def _connect(ray: Any, address: str | None) -> bool:
-    """Join (``address``) or start a Ray cluster unless this process is already on one.
-
-    Returns:
-        True if this call started or joined it (the caller shuts it down after the run).
+def _check_address(address: str | None) -> None:
+    """Refuse a Ray Client address (``ray://``): the driver must run beside the store folder.
 
     Raises:
-        ConfigError: For a Ray Client address (``ray://``).
+        ConfigError: Naming the address and the cure.
     """
     if address and address.startswith("ray://"):
         raise ConfigError(
@@ -168,6 +165,14 @@ def _connect(ray: Any, address: str | None) -> bool:
             f"cluster, beside the store folder; run proxypointer there with --ray-address auto, or submit it "
             f"with `ray job submit`"
         )
+
+
+def _connect(ray: Any, address: str | None) -> bool:
+    """Join (``address``) or start a Ray cluster unless this process is already on one.
+
+    Returns:
+        True if this call started or joined it (the caller shuts it down after the run).
+    """
     if ray.is_initialized():
         return False
     ray.init(address=address or None, include_dashboard=False, logging_level=logging.WARNING)
@@ -427,6 +432,7 @@ def ray_ingest(
         StoreError: If Chroma cannot be reached or refuses the run's collection.
     """
     check_store(index)
+    _check_address(address)
     ray = _import_ray()
     with index.write_lock(create=True):
         t0 = time.perf_counter()
