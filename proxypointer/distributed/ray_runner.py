@@ -225,7 +225,6 @@ class _Sync:
         self.store = index.store
         self.report = report
         self.docs = {doc_id: _InFlight(p) for doc_id, p in pending.items()}
-        self.fresh: set[str] = set()
         self.rollback: list[str] = []
         self.doc_bar = tqdm(total=report.documents, desc="documents", unit="doc", disable=not show_progress,
                             position=0, leave=False)
@@ -255,10 +254,8 @@ class _Sync:
                 if r["chunk_id"] not in state.written:
                     state.written.add(r["chunk_id"])
                     self.chunk_bar.update(1)
-                    if r["fresh"]:
-                        self.fresh.add(r["content_hash"])
-                    else:
-                        self.report.cached += 1
+                    self.report.embedded += r["fresh"]
+                    self.report.cached += r["cached"]
             elif kind == stages.DOC:
                 state.doc = pickle.loads(r["payload"])
                 self.chunk_bar.total += len(state.doc.chunks)
@@ -307,7 +304,7 @@ class _Sync:
         self._settle(doc_id)
 
     def finish(self) -> None:
-        """After the pipeline: fail what never completed, undo what was refused, count embeddings."""
+        """After the pipeline: fail what never completed, undo what was refused."""
         for doc_id in list(self.docs):
             self.rollback.append(doc_id)
             self._fail(doc_id, f"{self.docs[doc_id].pending.file.path}: not all chunks came back from the workers")
@@ -316,7 +313,6 @@ class _Sync:
                 repair_one(self.registry, self.store, self.registry.get(doc_id))
             except ProxyPointerError as err:
                 logger.error("%s: could not roll back (%s); the next run repairs it", doc_id, err)
-        self.report.embedded = len(self.fresh)
 
 
 def _pipeline(
@@ -422,7 +418,10 @@ def ray_ingest(
             shipped).
 
     Returns:
-        The report; ``stage_seconds`` sums the workers' seconds per stage (they overlap).
+        The report; ``stage_seconds`` sums the workers' seconds per stage (they overlap), and
+        ``ray_start`` is the wall time of joining or starting the cluster. ``embedded`` counts
+        texts encoded: a text that repeats in several embedding batches of one run (rare:
+        chunk texts carry their breadcrumb) is encoded once per batch.
 
     Raises:
         ConfigError: If the store is not a Chroma server, the address is a Ray Client one, or

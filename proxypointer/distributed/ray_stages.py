@@ -89,7 +89,8 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("embed_text", "string"),  # chunk rows until embedded
     ("chunk", "binary"),  # pickled Chunk, chunk rows until written
     ("vector", "binary"),  # float32 (dim,) bytes, L2-normalised; b"" until known
-    ("fresh", "bool"),  # vector computed in this run (not from the cache)
+    ("fresh", "bool"),  # the row whose vector this batch encoded (one per distinct text)
+    ("cached", "bool"),  # vector taken from the embedding cache
     ("payload", "binary"),  # doc rows: pickled PreparedDocument
     ("message", "string"),  # failed, empty, refused rows
     # worker seconds spent on this row's share of a stage (parse: per document; embed and
@@ -255,11 +256,14 @@ class RegistryGate:
         if not known:
             return batch
         vectors = batch.column("vector").to_pylist()
+        cached = batch.column("cached").to_pylist()
         for i in chunk_rows:
             vec = known.get(hashes[i])
             if vec is not None:
                 vectors[i] = np.asarray(vec, dtype=np.float32).tobytes()
-        return batch.set_column(batch.schema.get_field_index("vector"), "vector", pa.array(vectors, pa.binary()))
+                cached[i] = True
+        batch = batch.set_column(batch.schema.get_field_index("vector"), "vector", pa.array(vectors, pa.binary()))
+        return batch.set_column(batch.schema.get_field_index("cached"), "cached", pa.array(cached, pa.bool_()))
 
 
 # -- 3. embed (actor pool) ----------------------------------------------------------------------
@@ -324,7 +328,11 @@ class EmbedActor:
             raise ConfigError(f"embedding.model: the actors' embedder is {self.embedder.name!r}, the store's {model!r}")
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        """Encode the missing vectors (each distinct text once, longest first)."""
+        """Encode the missing vectors (each distinct text once, longest first).
+
+        The first row of each text encoded is marked ``fresh`` (the cache writer stores it,
+        the driver counts it as embedded); its repeats in the batch get the same vector.
+        """
         import pyarrow as pa
 
         kinds = batch.column("kind").to_pylist()
@@ -342,9 +350,11 @@ class EmbedActor:
             got.update(group)
         seconds = time.perf_counter() - t
         fresh = batch.column("fresh").to_pylist()
+        first: set[str] = set()
         for i in todo_rows:
             vectors[i] = np.asarray(got[hashes[i]], dtype=np.float32).tobytes()
-            fresh[i] = True
+            fresh[i] = hashes[i] not in first
+            first.add(hashes[i])
         t_embed = batch.column("t_embed").to_pylist()
         t_embed[todo_rows[0]] += seconds
         for name, values, kind in (("vector", vectors, pa.binary()), ("fresh", fresh, pa.bool_()),
@@ -435,7 +445,8 @@ def write_batch(
                 out.append(make_row(REFUSED, doc_id, message=str(err), source=group[0]["source"]))
                 continue
             out.extend(
-                make_row(CHUNK, doc_id, chunk_id=r["chunk_id"], content_hash=r["content_hash"], fresh=r["fresh"])
+                make_row(CHUNK, doc_id, chunk_id=r["chunk_id"], content_hash=r["content_hash"], fresh=r["fresh"],
+                         cached=r["cached"])
                 for r in group
             )
     for r in rows:
