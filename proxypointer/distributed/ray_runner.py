@@ -97,10 +97,13 @@ class RayResources:
     ) -> RayResources:
         """Share a cluster of ``cpus`` CPUs and ``gpus`` GPUs between the stages.
 
-        GPUs: one actor per GPU (``num_gpus=1``, 1 CPU each). CPUs only: one actor per CPU but
-        one, which is left to the parse tasks; on a 1-CPU cluster the actor and the parse
-        tasks get half a CPU each, so that both can run. The registry actors and the writers
-        reserve no CPU (they wait on SQLite and the Chroma server).
+        GPUs: one actor per GPU (``num_gpus=1``) with half of that GPU's share of the CPUs
+        (at least 1): it tokenises on the CPU, about 1,400 texts/s per core here against
+        ~9,800 (fp32) to ~46,000 (fp16) texts/s for MiniLM on an H200 (docs/scaling.md); the
+        other half is left to the parse tasks. CPUs only: one actor per CPU but one, which is
+        left to the parse tasks; on a 1-CPU cluster the actor and the parse tasks get half a
+        CPU each, so that both can run. The registry actors and the writers reserve no CPU
+        (they wait on SQLite and the Chroma server).
 
         Args:
             cpus: CPUs in the cluster.
@@ -118,7 +121,8 @@ class RayResources:
                 raise ConfigError(f"{name}: expected an int >= 1, got {value}")
         half = cpus < 2
         if gpus >= 1:
-            return cls(embed_actors or int(gpus), 1.0 if not half else cpus / 2, 1.0, 1.0 if not half else cpus / 2,
+            actor_cpus = max(1.0, float(int(cpus / gpus / 2))) if not half else cpus / 2
+            return cls(embed_actors or int(gpus), actor_cpus, 1.0, 1.0 if not half else cpus / 2,
                        writers or DEFAULT_WRITERS)
         return cls(
             embed_actors or max(1, int(cpus) - 1),

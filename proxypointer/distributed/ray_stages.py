@@ -283,7 +283,7 @@ class SentenceTransformerFactory:
     quantize_int8: bool = False
 
     def __call__(self) -> Embedder:
-        """Build the embedder (its model loads on the first ``encode``)."""
+        """Build the embedder and load its model (once per actor, before the first batch)."""
         import ray
 
         from ..embedding import SentenceTransformerEmbedder
@@ -291,7 +291,9 @@ class SentenceTransformerFactory:
         cfg = self.config
         if ray.get_gpu_ids() and cfg.device == "cpu":
             cfg = replace(cfg, device="cuda")
-        return SentenceTransformerEmbedder(cfg, quantize_int8=self.quantize_int8, trace_query=False)
+        embedder = SentenceTransformerEmbedder(cfg, quantize_int8=self.quantize_int8, trace_query=False)
+        embedder.model  # noqa: B018 - loads it here, so that batches time encoding only
+        return embedder
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,8 +315,9 @@ class EmbedActor:
     """Encodes the chunks of a batch that have no vector yet, with one model per actor.
 
     Args:
-        make_embedder: Called once, in the actor: builds the embedder (the model then loads
-            on the first batch and stays loaded for the run).
+        make_embedder: Called once, in the actor: builds the embedder, whose model then stays
+            loaded for the run (:class:`SentenceTransformerFactory` loads it at once; another
+            embedder may load it on its first batch).
         model: The name the store and the embedding cache know the model by; the built
             embedder must carry it.
 

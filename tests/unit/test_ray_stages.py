@@ -189,7 +189,8 @@ def test_embed_actor_encodes_each_distinct_text_once(fake_embedder):
         (2, 0, (1, 1.0, 0.0, 1.0, 2)),  # this machine: one actor, one CPU left to the parse tasks
         (1, 0, (1, 0.5, 0.0, 0.5, 2)),  # both fit on one CPU
         (16, 0, (15, 1.0, 0.0, 1.0, 2)),
-        (16, 4, (4, 1.0, 1.0, 1.0, 2)),  # one actor per GPU
+        (16, 4, (4, 2.0, 1.0, 1.0, 2)),  # one actor per GPU, with half its share of the CPUs to tokenise
+        (16, 1, (1, 8.0, 1.0, 1.0, 2)),
     ],
 )
 def test_resources_share_the_cluster(cpus, gpus, expected):
