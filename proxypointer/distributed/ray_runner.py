@@ -31,12 +31,14 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import errors
 from ..embedding import SentenceTransformerEmbedder
 from ..errors import ConfigError, EmptyDocumentError, MissingDependencyError, ProxyPointerError
 from ..ingest import (
@@ -183,8 +185,18 @@ def _connect(ray: Any, address: str | None) -> bool:
     return True
 
 
+#: How one of our errors reads in the traceback text Ray passes back from a worker.
+_OUR_ERROR_LINE = re.compile(r"proxypointer\.errors\.(\w+): (.+)")
+
+
 def _our_error(err: BaseException) -> ProxyPointerError | None:
-    """Find the ProxyPointerError behind a Ray task failure, if one caused it."""
+    """Find the ProxyPointerError behind a Ray task failure, if one caused it.
+
+    Ray Data wraps a transform's exception in its own (``UserCodeException``; an actor whose
+    constructor raised becomes an ``ActorDiedError``) and only the traceback text crosses the
+    process boundary: our error is rebuilt from its last line there when no exception object
+    of ours is in the chain.
+    """
     seen: set[int] = set()
     stack: list[BaseException | None] = [err]
     while stack:
@@ -195,6 +207,10 @@ def _our_error(err: BaseException) -> ProxyPointerError | None:
         if isinstance(e, ProxyPointerError):
             return e
         stack.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
+    for match in _OUR_ERROR_LINE.finditer(str(err)):
+        cls = getattr(errors, match.group(1), None)
+        if isinstance(cls, type) and issubclass(cls, ProxyPointerError):
+            return cls(match.group(2).strip())
     return None
 
 
@@ -299,7 +315,8 @@ class _Sync:
             return
         p = state.pending
         t = time.perf_counter()
-        begin_documents(self.registry, [(doc, p.file.real_path)])  # a no-op mark when its chunks passed the gate
+        # stores its text (and page map); it is already marked `writing` if its chunks passed the gate
+        begin_documents(self.registry, [(doc, p.file.real_path)])
         commit_document(self.registry, self.store, doc, p.file.real_path, p.mtime, p.size)
         self.report.stage_seconds["registry"] += time.perf_counter() - t
         self.report.indexed += 1

@@ -213,3 +213,25 @@ def test_embedded_store_is_refused_before_anything_is_written(tmp_path, make_ind
     check_store(http)  # no error
     with pytest.raises(ConfigError, match="Ray Client"):
         ray_ingest(http, [tmp_path], address="ray://head:10001")
+
+
+def test_our_error_is_found_behind_rays_wrapping():
+    """The CLI prints our one-line message, not Ray's traceback, when a worker raised it."""
+    from proxypointer.distributed.ray_runner import _our_error
+    from proxypointer.errors import StoreError
+
+    text = ("ray::MapWorker(MapBatches(EmbedActor)).submit()\n  File \"x.py\", line 1, in f\n"
+            "proxypointer.errors.ConfigError: embedding.model: the actors' embedder is 'a', the store's 'b'\n\n"
+            "The above exception was the direct cause of the following exception:")
+    found = _our_error(RuntimeError(text))
+    assert type(found) is ConfigError and str(found) == "embedding.model: the actors' embedder is 'a', the store's 'b'"
+    ours = StoreError("http://h:1: cannot reach")
+    try:
+        try:
+            raise ours
+        except StoreError as err:
+            raise RuntimeError("wrapped") from err
+    except RuntimeError as wrapped:
+        assert _our_error(wrapped) is ours
+    assert _our_error(RuntimeError("proxypointer.errors.NoSuchError: x")) is None
+    assert _our_error(ValueError("a bug")) is None
