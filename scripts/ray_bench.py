@@ -3,7 +3,8 @@
 Starts a ``chroma run`` server on a free loopback port (stopped by its pid at the end) and, for
 ``--engine ray``, a Ray local cluster of ``--cpus`` CPUs; ingests the first ``--limit`` files of
 ``--docs`` into a fresh store; prints one JSON line with the wall time, the report, per-stage
-worker seconds, throughputs, the driver's memory and the machine's load.
+worker seconds, throughputs, the driver's memory, the registry's size per chunk (by table,
+after ``VACUUM``) and the machine's load.
 
     nice -n 10 .venv/bin/python scripts/ray_bench.py --docs ../shared/bench/qasper-dev/docs \
         --limit 20 --engine ray --cpus 2 --embedder real
@@ -40,6 +41,29 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def registry_sizes(store: Path, chunks: int) -> dict:
+    """Bytes per chunk of the store folder after ``VACUUM``: the registry by table (sqlite's
+    ``dbstat``; FTS5 shadow tables summed as ``fts5``, indexes as ``indexes``) and the other
+    files (the stored sources)."""
+    import sqlite3
+
+    packed = store / "vacuumed.sqlite3"
+    with sqlite3.connect(store / "registry.sqlite3") as db:
+        db.execute("VACUUM INTO ?", (str(packed),))
+    with sqlite3.connect(packed) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        sizes: dict[str, int] = {}
+        for name, size in db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+            key = "fts5" if "fts" in name else name if name in tables else "indexes"
+            sizes[key] = sizes.get(key, 0) + size
+    total = packed.stat().st_size
+    packed.unlink()
+    other = sum(f.stat().st_size for f in store.rglob("*") if f.is_file() and not f.name.startswith("registry."))
+    n = max(1, chunks)
+    return {"registry": round(total / n), "by_table": {k: round(v / n) for k, v in sorted(sizes.items())},
+            "stored_sources": round(other / n)}
 
 
 def start_chroma(folder: Path) -> tuple[subprocess.Popen, int]:
@@ -128,8 +152,14 @@ def main() -> None:
             "registry_bytes_per_chunk": round(db_bytes / max(1, report.chunks)),
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
         }
-        print(json.dumps(out))
         index.close()
+        parse_s = sum(st.get(k, 0.0) for k in ("read", "tree", "chunking"))
+        out["parse_ms_per_chunk"] = round(1000 * parse_s / max(1, report.chunks), 2)
+        out["commit_chunks_per_s"] = round(report.chunks / st["registry"], 1) if st.get("registry") else None
+        out["store_bytes_per_chunk_vacuumed"] = registry_sizes(tmp / "store", report.chunks)
+        server = sum(f.stat().st_size for f in (tmp / "chroma").rglob("*") if f.is_file())
+        out["chroma_server_bytes_per_chunk"] = round(server / max(1, report.chunks))  # its folder, on disk
+        print(json.dumps(out))
         if args.engine == "ray":
             import ray
 
