@@ -160,11 +160,9 @@ def main() -> None:
         server = sum(f.stat().st_size for f in (tmp / "chroma").rglob("*") if f.is_file())
         out["chroma_server_bytes_per_chunk"] = round(server / max(1, report.chunks))  # its folder, on disk
         print(json.dumps(out))
-        if args.engine == "ray":
-            import ray
-
-            ray.shutdown()
     finally:
+        if "ray" in sys.modules:  # the local cluster this run started, also when it failed
+            sys.modules["ray"].shutdown()
         os.kill(chroma.pid, signal.SIGTERM)
         chroma.wait(timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
