@@ -39,7 +39,10 @@ and tables is never promoted. Title and numbering rules live in :mod:`proxypoint
   most 6), so consecutive bold lines are siblings, never nested in each other.
 * ``flatten_levels`` (converter rule, last): the levels as written are dropped; every heading
   takes the depth of its numbering (:func:`proxypointer.titles.numbering_depth`; ``Item 7``,
-  ``Note 14``, ``ARTICLE 3`` 1, ``Section 2.05`` / ``1.01`` 2), 1 when unnumbered. The
+  ``Note 14``, ``ARTICLE 3`` 1, ``Section 2.05`` / ``1.01`` 2), 2 when unnumbered, so an
+  unnumbered heading ("Results of Operations", "CONSOLIDATED BALANCE SHEETS", "Questions this
+  chapter answers") sits inside the numbered top-level section before it, beside its numbered
+  subsections (the "re-levelled" variant measured in docs/evaluation.md). The
   document keeps its title: when the first heading was the only one at the shallowest level
   before flattening, it still names the document (:attr:`HeadingReport.title_line`).
 
@@ -389,7 +392,7 @@ def _nested_level(found: list[Heading], extra: list[Heading]) -> list[Heading]:
 
 
 def flatten_levels(headings: list[Heading]) -> tuple[list[Heading], int]:
-    """Give every heading the depth of its numbering, 1 when it has none.
+    """Give every heading the depth of its numbering, 2 when it has none (module docstring).
 
     Args:
         headings: Headings in line order.
@@ -407,7 +410,7 @@ def flatten_levels(headings: list[Heading]) -> tuple[list[Heading], int]:
         if headings[0].level == top and sum(1 for h in headings if h.level == top) == 1:
             title_line = headings[0].line
     out = [
-        Heading(h.line, h.last_line, min(numbering_depth(h.title), 6) or 1, h.title, h.md_level, h.source)
+        Heading(h.line, h.last_line, min(numbering_depth(h.title), 6) or 2, h.title, h.md_level, h.source)
         for h in headings
     ]
     return out, title_line

@@ -70,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
         help="also read hidden folders and files (.git, .obsidian, any .name) and tool folders (node_modules, ...)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process (default); ray: Ray Data workers writing to a Chroma server "
+        "(needs store.mode: http and the ray extra; docs/scaling.md)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="with --engine ray: the Ray cluster to join (auto, HOST:6379); default: start a local one",
+    )
     _add_store_args(p)
     _add_tree_flags(p)
 
@@ -264,10 +276,25 @@ def _open_index(args: argparse.Namespace):
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    if args.ray_address and args.engine != "ray":
+        print("error: --ray-address: only with --engine ray", file=sys.stderr)
+        return 2
     index = _index(args)
-    report = index.ingest(
-        args.paths, prune=args.prune, include_hidden=args.include_hidden, show_progress=not args.quiet
-    )
+    if args.engine == "ray":
+        from .distributed import ray_ingest  # Ray itself loads only now
+
+        report = ray_ingest(
+            index,
+            args.paths,
+            address=args.ray_address,
+            prune=args.prune,
+            include_hidden=args.include_hidden,
+            show_progress=not args.quiet,
+        )
+    else:
+        report = index.ingest(
+            args.paths, prune=args.prune, include_hidden=args.include_hidden, show_progress=not args.quiet
+        )
     for _path, message in report.failed:
         print(f"error: {message}", file=sys.stderr)
     if not args.quiet:

@@ -77,7 +77,8 @@ class TreeConfig:
             (``CONSOLIDATED BALANCE SHEETS (In millions)``; ``titles.is_title_line``), alone
             between blank lines outside lists, quotes, code and tables, is a heading.
         flatten_levels: Converter rule: levels as written are ignored; every heading takes
-            the depth of its numbering (``Item 7`` 1, ``Section 2.05`` 2, unnumbered 1).
+            the depth of its numbering (``Item 7`` 1, ``Section 2.05`` 2; unnumbered 2, inside the
+            numbered section before it).
         relevel_filing: Converter rule (not with ``flatten_levels``): SEC filings re-levelled
             from their labels: ``PART II`` > ``ITEM 7.`` > ``Notes to ... Financial
             Statements`` > ``Note 14``, other headings under the label before them

@@ -45,7 +45,7 @@ class StoreNotFoundError(StoreError):
 
     @classmethod
     def at(cls, root: object) -> StoreNotFoundError:
-        """The one message every command gives for a folder without a store (``root``: its path)."""
+        """Build the one error every command gives for a folder ``root`` that holds no store."""
         return cls(f"{root}: no proxypointer store here; run `proxypointer ingest` first")
 
 

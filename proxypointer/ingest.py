@@ -19,7 +19,10 @@ next run repairs what was in flight):
 5. **commit**: :func:`commit_document` flips the registry to the new version in one
    transaction, deletes the old version's chunks and marks the document ``ready``.
 
-``proxypointer.runner.run_ingest`` is the single-process runner behind ``Index.ingest``.
+``proxypointer.runner.run_ingest`` is the single-process runner behind ``Index.ingest``;
+``proxypointer.distributed.ray_runner`` runs the same stages on Ray Data. What both do around
+the stages is here too: :func:`start_sync` (settle, discover), :func:`plan_changed`,
+:func:`empty_note`, :func:`write_documents` and :func:`finish_sync`.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .chunking import Chunk, chunk_document, document_hash
 from .config import ChunkingConfig, TreeConfig
-from .discovery import SourceFile
-from .errors import DocumentError, EmptyDocumentError
+from .discovery import Discovery, SourceFile, discover
+from .errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreError
+from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all
 from .readers import Reader, ReadResult, read_bytes
 from .registry import Registry, encode_record, tree_to_json
 from .store import ChromaStore, chunk_metadata
@@ -45,6 +50,7 @@ from .tree import build_tree, split_lines
 
 if TYPE_CHECKING:
     from .embedding import Embedder
+    from .pipeline import Index
 
 __all__ = [
     "Embedded",
@@ -54,12 +60,17 @@ __all__ = [
     "begin_documents",
     "commit_document",
     "embed_chunks",
+    "empty_note",
     "encode_groups",
+    "finish_sync",
     "missing_embeddings",
     "parse_file",
+    "plan_changed",
     "plan_file",
     "prepare_document",
+    "start_sync",
     "version_of",
+    "write_documents",
     "write_vectors",
 ]
 
@@ -530,3 +541,151 @@ def commit_document(
         store.delete_ids(old)
     registry.finish(doc.doc_id)
     return old
+
+
+# -- what every runner does around the stages ------------------------------------------------
+def start_sync(index: Index, paths: Sequence[str | Path], *, include_hidden: bool = False) -> Discovery:
+    """Open a sync (the caller holds ``index.write_lock(create=True)``): settle, then discover.
+
+    Checks the model against the store's, opens the collection (a collection another store
+    owns stops the run here), finishes or undoes what an interrupted run of either engine left
+    in flight (``maintenance.repair_all``), then lists the files.
+
+    Args:
+        index: The index.
+        paths: Files or folders.
+        include_hidden: Also read hidden and tool folders (see ``discovery``).
+
+    Returns:
+        What discovery found.
+
+    Raises:
+        ConfigError: If the store was built with another model.
+        StoreError: If Chroma cannot be opened or its collection belongs to another store.
+    """
+    registry, store = index.registry, index.store
+    index.check_model()
+    store.collection  # noqa: B018 - opened first: a collection another store owns stops the run here
+    repair_all(registry, store)
+
+    def owner_of(doc_id: str) -> str | None:
+        rec = registry.get(doc_id)
+        return rec.source_path if rec is not None and rec.version else None
+
+    return discover(paths, index.readers.keys(), stores=[index.root], include_hidden=include_hidden, owner_of=owner_of)
+
+
+def plan_changed(
+    file: SourceFile, reader: Reader, registry: Registry, pipeline_key: str, report: IngestReport
+) -> tuple[Pending, bytes] | None:
+    """Stage 1 for one file with its outcome recorded: read it, then :func:`plan_file`.
+
+    Args:
+        file: The file.
+        reader: Its reader.
+        registry: The registry.
+        pipeline_key: ``Index.pipeline_key``.
+        report: Gets the file in ``failed`` (unreadable, a collision) or counted ``unchanged``;
+            the read time is added to ``stage_seconds["read"]``.
+
+    Returns:
+        ``(pending, data)`` for a new or changed file (its bytes, read once), else None.
+
+    Raises:
+        StoreError: If the registry fails (the store, not this file: the run stops).
+    """
+    t = time.perf_counter()
+    try:
+        data = read_bytes(file.path)
+        pending = plan_file(file, data, reader, registry, pipeline_key)
+    except StoreError:
+        raise
+    except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
+        report.failed.append((file.path, str(err)))
+        logger.info("failed: %s", err)
+        return None
+    finally:
+        report.stage_seconds["read"] = report.stage_seconds.get("read", 0.0) + time.perf_counter() - t
+    if pending is None:
+        report.unchanged += 1
+        return None
+    return pending, data
+
+
+def empty_note(registry: Registry, file: SourceFile, err: EmptyDocumentError) -> str:
+    """Word the note for a file that holds no text, saying whether its indexed version is kept."""
+    note = str(err)
+    if registry.get(file.doc_id) is not None:
+        note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
+    return note
+
+
+def write_documents(
+    store: ChromaStore, items: Sequence[tuple[Sequence[Chunk], np.ndarray, str]]
+) -> list[ProxyPointerError | None]:
+    """Write several documents' chunks together; if Chroma refuses, each document on its own.
+
+    Args:
+        store: The collection.
+        items: ``(chunks, vectors float32 (len(chunks), dim), source_path)`` per document, as
+            for :func:`write_vectors`.
+
+    Returns:
+        Per item, in order: None when written, else the error (naming the document) that
+        refused it; its other items are written.
+    """
+    if not items:
+        return []
+    try:
+        write_vectors(store, items)
+        return [None] * len(items)
+    except ProxyPointerError as err:
+        if len(items) == 1:  # one document: its own failure, no second attempt
+            return [err]
+        logger.info("group write refused (%s); writing its documents one by one", err)
+    errors: list[ProxyPointerError | None] = []
+    for item in items:
+        try:
+            write_vectors(store, [item])
+            errors.append(None)
+        except ProxyPointerError as err:
+            errors.append(err)
+    return errors
+
+
+def finish_sync(
+    index: Index, found: Discovery, report: IngestReport, *, prune: bool = False, started: float | None = None
+) -> None:
+    """Close a sync after every document was committed or failed.
+
+    With ``prune``, deletes documents whose files are gone from the folders given and the
+    cached embeddings no live chunk uses; then copies missing chunk records into the registry
+    (a failure there is only logged: it is a speed-up for queries), drops stored sources no
+    document uses, sets ``report.seconds`` and logs the summary.
+
+    Args:
+        index: The index.
+        found: What :func:`start_sync` discovered.
+        report: The run's report (``deleted``, ``cache_pruned``, ``seconds`` and stage times
+            are filled in).
+        prune: As ``ingest --prune``.
+        started: ``time.perf_counter()`` at the start of the run, for ``report.seconds``.
+    """
+    registry, store, st = index.registry, index.store, report.stage_seconds
+    if prune:
+        present = {f.doc_id for f in found.files}
+        report.deleted = prune_missing(registry, store, found.roots, present)
+    t = time.perf_counter()
+    try:
+        fill_records(registry, store)
+    except ProxyPointerError as err:  # only a speed-up for queries: never fail the run on it
+        logger.warning("could not copy chunk records into the registry (%s); the next run tries again", err)
+    st["store"] = st.get("store", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    registry.prune_sources()
+    if prune:
+        report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
+    st["registry"] = st.get("registry", 0.0) + time.perf_counter() - t
+    if started is not None:
+        report.seconds = time.perf_counter() - started
+    logger.info("%s", report.summary())

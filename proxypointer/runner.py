@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .chunking import TokenCountCache
-from .discovery import discover
 from .errors import EmptyDocumentError, ProxyPointerError, StoreError
 from .ingest import (
     IngestReport,
@@ -28,12 +27,14 @@ from .ingest import (
     begin_documents,
     commit_document,
     embed_chunks,
+    empty_note,
+    finish_sync,
     parse_file,
-    plan_file,
-    write_vectors,
+    plan_changed,
+    start_sync,
+    write_documents,
 )
-from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all, repair_one
-from .readers import read_bytes
+from .maintenance import repair_one
 
 if TYPE_CHECKING:
     from .pipeline import Index
@@ -113,26 +114,13 @@ class _Run:
         begin_documents(reg, ((d, s) for (_, d), s in zip(group, sources, strict=True)))
         st["registry"] += time.perf_counter() - t
         t = time.perf_counter()
-        together = [(d.chunks, v, s) for (_, d), v, s in zip(group, parts, sources, strict=True) if d.chunks]
-        written = True
-        refused: ProxyPointerError | None = None
-        try:
-            write_vectors(store, together)
-        except ProxyPointerError as err:
-            written = False
-            if len(together) > 1:
-                logger.info("group write refused (%s); writing its documents one by one", err)
-            else:
-                refused = err  # one document: its own failure, no second attempt
+        written = [i for i, (_, d) in enumerate(group) if d.chunks]
+        errors = write_documents(store, [(group[i][1].chunks, parts[i], sources[i]) for i in written])
+        refused = dict(zip(written, errors, strict=True))
         st["store"] += time.perf_counter() - t
-        for (p, d), vecs, source in zip(group, parts, sources, strict=True):
-            t = time.perf_counter()
-            try:
-                if d.chunks and refused is not None:
-                    raise refused
-                if d.chunks and not written:
-                    write_vectors(store, [(d.chunks, vecs, source)])
-            except ProxyPointerError as err:
+        for i, ((p, d), source) in enumerate(zip(group, sources, strict=True)):
+            err = refused.get(i)
+            if err is not None:
                 # Nothing of the new version is live; remove what was written (or leave it to
                 # the next run's repair if Chroma refuses that too). Vectors stay cached.
                 self.fail(p.file.path, str(err))
@@ -142,7 +130,6 @@ class _Run:
                     logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
                 self.doc_done()
                 continue
-            st["store"] += time.perf_counter() - t
             t = time.perf_counter()
             commit_document(reg, store, d, source, p.mtime, p.size)
             st["registry"] += time.perf_counter() - t
@@ -181,19 +168,9 @@ def run_ingest(
         The report.
     """
     t0 = time.perf_counter()
-    registry, store = index.registry, index.store
-    index.check_model()
-    store.collection  # noqa: B018 - opened first: a collection another store owns stops the run here
-    repair_all(registry, store)
+    registry = index.registry
+    found = start_sync(index, paths, include_hidden=include_hidden)
     readers = index.readers
-
-    def owner_of(doc_id: str) -> str | None:
-        rec = registry.get(doc_id)
-        return rec.source_path if rec is not None and rec.version else None
-
-    found = discover(
-        paths, readers.keys(), stores=[index.root], include_hidden=include_hidden, owner_of=owner_of
-    )
     run = _Run(index, show_progress, batch_chunks)
     report, st = run.report, run.report.stage_seconds
     report.failed.extend(found.failed)
@@ -204,28 +181,15 @@ def run_ingest(
     try:
         for file in found.files:
             reader = readers[file.suffix]
-            t = time.perf_counter()
-            try:
-                data = read_bytes(file.path)
-                plan = plan_file(file, data, reader, registry, key)
-            except StoreError:  # the store, not this file: stop the run
-                raise
-            except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
-                run.fail(file.path, str(err))
+            planned = plan_changed(file, reader, registry, key, report)
+            if planned is None:  # unchanged or failed (recorded in the report)
                 run.doc_done()
                 continue
-            finally:
-                st["read"] += time.perf_counter() - t
-            if plan is None:
-                report.unchanged += 1
-                run.doc_done()
-                continue
+            plan, data = planned
             try:
                 doc = parse_file(plan, reader, key, cfg.tree, cfg.chunking, tokenizer, data=data, stage_seconds=st)
             except EmptyDocumentError as err:
-                note = str(err)
-                if registry.get(file.doc_id) is not None:
-                    note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
+                note = empty_note(registry, file, err)
                 report.notes.append((file.path, note))
                 logger.info("%s", note)
                 run.doc_done()
@@ -241,20 +205,5 @@ def run_ingest(
         run.flush()
     finally:
         run.bar.close()
-    if prune:
-        present = {f.doc_id for f in found.files}
-        report.deleted = prune_missing(registry, store, found.roots, present)
-    t = time.perf_counter()
-    try:
-        fill_records(registry, store)
-    except ProxyPointerError as err:  # only a speed-up for queries: never fail the run on it
-        logger.warning("could not copy chunk records into the registry (%s); the next run tries again", err)
-    st["store"] += time.perf_counter() - t
-    t = time.perf_counter()
-    registry.prune_sources()
-    if prune:
-        report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
-    st["registry"] += time.perf_counter() - t
-    report.seconds = time.perf_counter() - t0
-    logger.info("%s", report.summary())
+    finish_sync(index, found, report, prune=prune, started=t0)
     return report

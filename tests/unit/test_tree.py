@@ -720,7 +720,7 @@ def test_drop_row_headings_merges_rows_into_the_section_before():
         ("Results", 1, 17), ("Outlook", 11, 17)]
     assert len(build_tree(text, "doc", TreeConfig(converter_output="off")).nodes) == 6
     # four row-like headings: converter output for the default (auto), rows dropped, levels flattened
-    assert [(n.title, n.level) for n in build_tree(text, "doc").nodes] == [("Results", 1), ("Outlook", 1)]
+    assert [(n.title, n.level) for n in build_tree(text, "doc").nodes] == [("Results", 2), ("Outlook", 2)]
 
 
 def test_drop_row_headings_keeps_section_titles_and_filters_converter_modes():
