@@ -59,8 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", parents=[common], help="index markdown files or folders (incremental sync)")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="markdown files or folders (recursive *.md, *.markdown)")
+    p = sub.add_parser("ingest", parents=[common], help="index markdown and PDF files or folders (incremental sync)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="markdown or PDF files or folders (recursive *.md, *.markdown; *.pdf with the pdf extra)",
+    )
     p.add_argument(
         "--prune",
         action="store_true",
@@ -651,7 +656,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if not pairs:
         print("error: no PDF files found in the given paths", file=sys.stderr)
         return 1
-    converter = converter_from_config(cfg)
+    converter = converter_from_config(cfg, workers)
     batch = convert_pdfs([p for p, _ in pairs], converter, workers=workers, show_progress=not args.quiet)
     targets = dict(pairs)
     for doc in batch.converted:

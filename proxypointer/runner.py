@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .chunking import TokenCountCache
-from .discovery import discover
+from .discovery import SourceFile, discover
 from .errors import EmptyDocumentError, ProxyPointerError, StoreError
 from .ingest import (
     IngestReport,
@@ -30,21 +30,30 @@ from .ingest import (
     embed_chunks,
     parse_file,
     plan_file,
+    prepare_document,
+    read_batch,
+    reads_in_batches,
+    set_aside,
     write_vectors,
 )
 from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all, repair_one
-from .readers import read_bytes
+from .readers import Reader, read_bytes
 
 if TYPE_CHECKING:
     from .pipeline import Index
+    from .registry import Registry
 
-__all__ = ["EMBED_GROUP_BATCHES", "run_ingest"]
+__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "run_ingest"]
 
 logger = logging.getLogger(__name__)
 
 #: Forward passes (of ``embedding.batch_size`` texts) per encode call and cache transaction:
 #: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (STACK.md), the most an interruption loses.
 EMBED_GROUP_BATCHES = 8
+
+#: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
+#: (a 10-K's markdown is ~0.4 MB), and each call starts ``pdf.workers`` JVMs (~1 s each).
+BATCH_READ_FILES = 64
 
 
 class _Run:
@@ -59,7 +68,9 @@ class _Run:
         self.batch_chunks = batch_chunks
         self.group_size = index.config.embedding.batch_size * EMBED_GROUP_BATCHES
         self.report = IngestReport(
-            stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0)
+            stage_seconds=dict.fromkeys(
+                ("read", "convert", "tree", "chunking", "embedding", "store", "registry"), 0.0
+            )
         )
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
@@ -152,6 +163,20 @@ class _Run:
             self.doc_done()
 
 
+def _prune_conversions(readers: dict[str, Reader], registry: Registry) -> None:
+    """Drop the readers' cached conversions whose stored text no document uses any more."""
+    live: set[str] | None = None
+    for reader in {id(r): r for r in readers.values()}.values():
+        prune = getattr(reader, "prune_cache", None)
+        if callable(prune):
+            if live is None:
+                live = {r.doc_hash for r in registry.documents() if r.doc_hash}
+                live |= {r.pending_hash for r in registry.documents() if r.pending_hash}
+            n = prune(sorted(live))
+            if n:
+                logger.info("removed %d cached conversion(s) no document uses", n)
+
+
 def run_ingest(
     index: Index,
     paths: Sequence[str | Path],
@@ -166,7 +191,9 @@ def run_ingest(
     Files are planned one at a time and each changed one parsed at once from the bytes just
     read; chunks are gathered across documents until ``batch_chunks``, then embedded, written
     and committed together. The progress bar counts chunks (its total grows as documents are
-    chunked) and shows documents done.
+    chunked) and shows documents done. Files of a batch reader (PDF) come first: the changed
+    ones are converted together (``ingest.read_batch``: ``pdf.workers`` JVMs, a progress bar by
+    pages), then parsed; PDFs the reader cannot read here are set aside (``ingest.set_aside``).
 
     Args:
         index: The index (registry, store, embedder, config, readers).
@@ -194,50 +221,104 @@ def run_ingest(
     found = discover(
         paths, readers.keys(), stores=[index.root], include_hidden=include_hidden, owner_of=owner_of
     )
+    files, aside_failed, aside_notes = set_aside(found.files, readers)
     run = _Run(index, show_progress, batch_chunks)
     report, st = run.report, run.report.stage_seconds
     report.failed.extend(found.failed)
-    report.documents = len(found.files) + sum(1 for p, _ in found.failed if os.path.isfile(p))
+    report.failed.extend(aside_failed)
+    report.notes.extend(aside_notes)
+    for _path, note in aside_notes:
+        logger.info("%s", note)
+    report.documents = len(found.files) - len(aside_notes) + sum(1 for p, _ in found.failed if os.path.isfile(p))
     key = index.pipeline_key
     tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
     cfg = index.config
+
+    def plan(file: SourceFile, reader: Reader) -> tuple[Pending, bytes] | None:
+        """Plan one file; None when it is unchanged or failed (counted and reported here)."""
+        t = time.perf_counter()
+        try:
+            data = read_bytes(file.path)
+            pending = plan_file(file, data, reader, registry, key)
+        except StoreError:  # the store, not this file: stop the run
+            raise
+        except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
+            run.fail(file.path, str(err))
+            run.doc_done()
+            return None
+        finally:
+            st["read"] += time.perf_counter() - t
+        if pending is None:
+            report.unchanged += 1
+            run.doc_done()
+            return None
+        return pending, data
+
+    def prepare(file: SourceFile, make: Callable[[], PreparedDocument], pending: Pending) -> None:
+        """Parse and chunk one changed file and add it to the group being gathered."""
+        try:
+            doc = make()
+        except EmptyDocumentError as err:
+            note = str(err)
+            if registry.get(file.doc_id) is not None:
+                note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
+            report.notes.append((file.path, note))
+            logger.info("%s", note)
+            run.doc_done()
+            return
+        except StoreError:
+            raise
+        except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
+            run.fail(file.path, str(err))
+            run.doc_done()
+            return
+        report.notes.extend((file.path, w) for w in doc.warnings)
+        run.add(pending, doc)
+
     try:
-        for file in found.files:
+        # Readers that convert in batches (PDF): every changed file of the run converted together
+        # (in groups of BATCH_READ_FILES), before it is parsed.
+        batched = [f for f in files if reads_in_batches(readers[f.suffix])]
+        for start in range(0, len(batched), BATCH_READ_FILES):
+            todo: list[Pending] = []
+            for file in batched[start : start + BATCH_READ_FILES]:
+                planned = plan(file, readers[file.suffix])
+                if planned is not None:
+                    todo.append(planned[0])
+            by_reader: dict[int, list[Pending]] = {}
+            for pending in todo:
+                by_reader.setdefault(id(readers[pending.file.suffix]), []).append(pending)
+            for group in by_reader.values():
+                reader = readers[group[0].file.suffix]
+                results = read_batch(group, reader, show_progress=show_progress, stage_seconds=st)
+                for pending, result in zip(group, results, strict=True):
+                    if isinstance(result, ProxyPointerError):
+                        run.fail(pending.file.path, str(result))
+                        run.doc_done()
+                        continue
+                    prepare(
+                        pending.file,
+                        lambda r=result, p=pending: prepare_document(
+                            r, p.file.doc_id, key, cfg.tree, cfg.chunking, tokenizer, path=p.file.path,
+                            stage_seconds=st,
+                        ),
+                        pending,
+                    )
+        for file in files:
             reader = readers[file.suffix]
-            t = time.perf_counter()
-            try:
-                data = read_bytes(file.path)
-                plan = plan_file(file, data, reader, registry, key)
-            except StoreError:  # the store, not this file: stop the run
-                raise
-            except ProxyPointerError as err:  # this file only (unreadable, a collision, ...)
-                run.fail(file.path, str(err))
-                run.doc_done()
+            if reads_in_batches(reader):
                 continue
-            finally:
-                st["read"] += time.perf_counter() - t
-            if plan is None:
-                report.unchanged += 1
-                run.doc_done()
+            planned = plan(file, reader)
+            if planned is None:
                 continue
-            try:
-                doc = parse_file(plan, reader, key, cfg.tree, cfg.chunking, tokenizer, data=data, stage_seconds=st)
-            except EmptyDocumentError as err:
-                note = str(err)
-                if registry.get(file.doc_id) is not None:
-                    note += f" (its indexed version is kept; `proxypointer delete {file.doc_id}` removes it)"
-                report.notes.append((file.path, note))
-                logger.info("%s", note)
-                run.doc_done()
-                continue
-            except StoreError:
-                raise
-            except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
-                run.fail(file.path, str(err))
-                run.doc_done()
-                continue
-            report.notes.extend((file.path, w) for w in doc.warnings)
-            run.add(plan, doc)
+            pending, data = planned
+            prepare(
+                file,
+                lambda p=pending, d=data, r=reader: parse_file(
+                    p, r, key, cfg.tree, cfg.chunking, tokenizer, data=d, stage_seconds=st
+                ),
+                pending,
+            )
         run.flush()
     finally:
         run.bar.close()
@@ -252,6 +333,7 @@ def run_ingest(
     st["store"] += time.perf_counter() - t
     t = time.perf_counter()
     registry.prune_sources()
+    _prune_conversions(readers, registry)
     if prune:
         report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
     st["registry"] += time.perf_counter() - t
