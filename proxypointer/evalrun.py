@@ -3,7 +3,9 @@
 Every system of a run uses the same embedding model and store type. Each system ingests into
 its own store folder ``<cache>/<strategy>-<breadcrumb>-<hash>``, the hash covering the model,
 the tree and chunking settings and the benchmark folder, so a second run embeds nothing
-(systems that differ only in retrieval settings share a store). Metrics are defined in
+(systems that differ only in retrieval settings share a store). Document vectors are also kept
+in ``<cache>/vectors.sqlite`` by model and text (:class:`VectorCache`), so a new store embeds
+only texts no earlier store of the cache embedded. Metrics are defined in
 :mod:`proxypointer.evaluation`; docs/evaluation.md describes the systems and the numbers.
 """
 
@@ -46,6 +48,7 @@ __all__ = [
     "SYSTEMS",
     "EvalSettings",
     "SystemSpec",
+    "VectorCache",
     "ingest_systems",
     "merge_results",
     "run_evaluation",
@@ -183,12 +186,67 @@ def system_specs(
     return out
 
 
-class _MemoEmbedder:
-    """Shares one model between systems and remembers query vectors."""
+class VectorCache:
+    """Document vectors shared by every store of an evaluation cache, keyed by model and text.
 
-    def __init__(self, inner: Any) -> None:
+    Each system ingests into its own store, and each store's registry caches only its own
+    vectors; many systems embed identical texts (a variant that re-levels a few headings, the
+    same windows under two retrieval settings), so the harness keeps one SQLite table of
+    ``(model, sha1(text)) -> float32 vector`` beside the stores, ``<cache>/vectors.sqlite``.
+    Safe for several processes (SQLite locking); not for threads sharing one instance.
+
+    Args:
+        path: SQLite file (created with its folder).
+        model: Embedding model name (``Embedder.name``; ``+int8`` models are kept apart).
+    """
+
+    def __init__(self, path: str | Path, model: str) -> None:
+        import sqlite3
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.model = model
+        self._db = sqlite3.connect(str(path), timeout=120)
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
+                         "vector BLOB NOT NULL, PRIMARY KEY (model, key))")
+        self._db.commit()
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        """SHA-1 digest of the UTF-8 text."""
+        return hashlib.sha1(text.encode("utf-8")).digest()
+
+    def get(self, texts: Sequence[str]) -> dict[bytes, np.ndarray]:
+        """Return the cached vectors of those texts that have one, by :meth:`key`."""
+        keys = list({self.key(t) for t in texts})
+        out: dict[bytes, np.ndarray] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(part))})",
+                [self.model, *part],
+            )
+            out.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        return out
+
+    def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store one float32 vector per text (rows of ``vectors``, shape ``(len(texts), dim)``)."""
+        rows = [(self.model, self.key(t), np.asarray(v, dtype=np.float32).tobytes())
+                for t, v in zip(texts, vectors, strict=True)]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO vectors (model, key, vector) VALUES (?, ?, ?)", rows)
+
+    def close(self) -> None:
+        """Close the SQLite connection."""
+        self._db.close()
+
+
+class _MemoEmbedder:
+    """Shares one model between systems, remembers query vectors and reuses document vectors."""
+
+    def __init__(self, inner: Any, vectors: VectorCache | None = None) -> None:
         self.inner = inner
         self.name = inner.name
+        self.vectors = vectors
         self._queries: dict[str, np.ndarray] = {}
 
     @property
@@ -196,7 +254,17 @@ class _MemoEmbedder:
         return self.inner.tokenizer
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        return self.inner.encode(texts)
+        if self.vectors is None or not texts:
+            return self.inner.encode(texts)
+        found = self.vectors.get(texts)
+        todo = list(dict.fromkeys(t for t in texts if VectorCache.key(t) not in found))
+        if todo:
+            fresh = np.asarray(self.inner.encode(todo), dtype=np.float32)
+            self.vectors.put(todo, fresh)
+            found.update(zip((VectorCache.key(t) for t in todo), fresh, strict=True))
+        if len(todo) < len(texts):
+            logger.info("vector cache: %d of %d texts embedded, the rest reused", len(todo), len(texts))
+        return np.stack([found[VectorCache.key(t)] for t in texts]).astype(np.float32)
 
     def prefill(self, queries: Sequence[str]) -> None:
         """Embed many queries in one batch (one call is far cheaper than one per query)."""
@@ -212,6 +280,10 @@ class _MemoEmbedder:
             enc = getattr(self.inner, "encode_query", None)
             self._queries[query] = enc(query) if enc else self.inner.encode([query])[0]
         return self._queries[query]
+
+
+def _shared_vectors(cache: str | Path, embedder: Any) -> VectorCache:
+    return VectorCache(Path(cache) / "vectors.sqlite", embedder.name)
 
 
 def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: str) -> Path:
@@ -376,9 +448,11 @@ def ingest_systems(
         from .embedding import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(config.embedding)
+    memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     for spec in specs:
         if spec.kind == "dense":
-            _Runner(spec, bench, _MemoEmbedder(embedder), settings.cache, show_progress).close()
+            _Runner(spec, bench, memo, settings.cache, show_progress).close()
+    memo.vectors.close()
 
 
 def run_evaluation(
@@ -412,7 +486,7 @@ def run_evaluation(
         from .embedding import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(config.embedding)
-    memo = _MemoEmbedder(embedder)
+    memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     names = [f"budget_hit@{b}" for b in settings.budgets]
     values: dict[str, dict[str, dict[str, list[float]]]] = {}
     groups = [q.doc_id for q in bench.questions]
@@ -447,6 +521,7 @@ def run_evaluation(
             logger.info("%s/%s: hit@5 %.3f budget_hit@%d %.3f", spec.name, scope, float(np.mean(vals["hit@5"])),
                         settings.budgets[-1], float(np.mean(vals[names[-1]])))
         runner.close()
+    memo.vectors.close()
     return _summarise(bench, config, settings, specs, values, groups)
 
 

@@ -195,6 +195,30 @@ def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
     assert again and set(again) <= queries
 
 
+def test_a_new_store_reuses_vectors_other_stores_embedded(bench_dir, tmp_path, fake_embedder):
+    from proxypointer.evalrun import EvalSettings, VectorCache, run_evaluation, system_specs
+
+    bench = load_benchmark(bench_dir)
+    cfg = ProxyPointerConfig()
+    settings = EvalSettings(benchmark=str(bench_dir), systems=("proxypointer",), scopes=("doc",), budgets=(50,),
+                            bootstrap=10, cache=str(tmp_path / "c"))
+    first = run_evaluation(bench, cfg, settings, system_specs(["proxypointer"], cfg), fake_embedder)
+    n = len(fake_embedder.embedded_texts)
+    # Another store folder (a different noise list) whose chunk texts are the same.
+    other = {"v": {"pipeline": {"chunking": {"noise_titles": ["nothing here"]}}}}
+    specs = system_specs(["v"], cfg, other)
+    second = run_evaluation(bench, cfg, settings, specs, fake_embedder)
+    texts = [t for t in fake_embedder.embedded_texts[n:] if t not in {q.question for q in bench.questions}]
+    assert texts == []  # every chunk vector came from <cache>/vectors.sqlite
+    assert second["per_question"]["values"]["v"] == first["per_question"]["values"]["proxypointer"]
+    cache = VectorCache(tmp_path / "c" / "vectors.sqlite", fake_embedder.name)
+    cache.put(["x"], np.ones((1, 4), np.float32))
+    got = cache.get(["x", "y"])
+    assert list(got) == [VectorCache.key("x")] and np.array_equal(got[VectorCache.key("x")], np.ones(4))
+    assert VectorCache(tmp_path / "c" / "vectors.sqlite", "another-model").get(["x"]) == {}
+    cache.close()
+
+
 def test_system_specs_validate_names_and_variants():
     from proxypointer.evalrun import settings_from_dict, system_specs
 
