@@ -305,7 +305,8 @@ def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: s
     d = config_to_dict(spec.config)
     parts = {"model": model, "tree": d["tree"], "chunking": d["chunking"], "benchmark": str(bench.root.resolve())}
     if any(p.suffix.lower() == ".pdf" for p in bench.paths.values()):
-        parts["pdf"] = d["pdf"]  # the converter's options shape the text
+        # the converter's options shape the text (not how many JVMs run, nor their heap)
+        parts["pdf"] = {k: v for k, v in d["pdf"].items() if k not in ("workers", "java_heap_mb")}
     key = json.dumps(parts, sort_keys=True)
     c = spec.config.chunking
     return Path(cache) / f"{c.strategy}-{c.breadcrumb}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"

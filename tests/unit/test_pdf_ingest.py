@@ -333,3 +333,51 @@ def test_conversion_key_is_the_source_key(tmp_path):
     assert result.source_key == reader.source_key(data, str(pdf))
     assert len(result.pages) == len(REPORT_MD.splitlines()) and result.pages[-1] == 3
     assert dataclasses.replace(result, pages=None).text.count("\n") == REPORT_MD.count("\n")
+
+
+def test_served_search_structure_and_section_carry_pages(make_index, corpus, fake_embedder):
+    from proxypointer.serve.common import Service
+
+    index, _ = pdf_index(make_index, {"report.pdf": REPORT_MD})
+    index.ingest([corpus], show_progress=False)
+    index.close()
+    svc = Service(index.root, ProxyPointerConfig(), fake_embedder)
+    try:
+        (hit,) = svc.search("net income five million", k=1, doc_ids=["report"])["sections"]
+        assert (hit["page_start"], hit["page_end"]) == (3, 3) and hit["citation"].startswith("report.pdf#page=3 (p. 3;")
+        nodes = {n["title"]: n for n in svc.get_structure("report")["nodes"]}
+        risk = nodes["Risk Factors"]
+        assert (risk["page_start"], risk["page_end"]) == (1, 2)
+        assert risk["citation"] == f"report.pdf#page=1 (pp. 1-2; L{risk['start_line']}-L{risk['end_line']})"
+        part = svc.get_section("report", risk["node_id"], start_line=risk["start_line"] + 4)  # page 2 lines only
+        assert (part["page_start"], part["page_end"]) == (2, 2)
+        assert part["citation"].startswith("report.pdf#page=2 (p. 2; L")
+        assert "<!--" not in part["text"]
+        assert svc.get_structure("notes")["nodes"][0]["page_start"] == 0
+    finally:
+        svc.close()
+
+
+def test_cli_tree_of_page_marked_markdown_shows_pages(tmp_path, capsys):
+    from proxypointer.cli import main
+
+    src = tmp_path / "filing.md"
+    src.write_text(MARKED["opendataloader"][0], encoding="utf-8")
+    assert main(["tree", str(src)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{src} (15 lines, 3 pages)"
+    assert out[1:] == ["# Alpha  L3-L12  pp. 1-2", "# Beta  L13-L15  p. 3"]
+    assert main(["tree", "--json", str(src)]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    assert tree["page_count"] == 3 and [(n["page_start"], n["page_end"]) for n in tree["nodes"]] == [(1, 2), (3, 3)]
+
+
+def test_status_sees_a_changed_pdf_without_converting(make_index, corpus):
+    index, conv = pdf_index(make_index, {"report.pdf": REPORT_MD})
+    index.ingest([corpus], show_progress=False)
+    assert index.status()["stale_sources"] == []
+    write_report(corpus / "report.pdf", [[("h", "Changed"), ("p", "A new first page.")]])
+    assert index.status()["stale_sources"] == [
+        {"doc_id": "report", "source": str((corpus / "report.pdf").resolve()), "reason": "changed"}
+    ]
+    assert conv.calls == [["report.pdf"]]  # the key is a hash of the bytes: nothing converted
