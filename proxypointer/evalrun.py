@@ -325,7 +325,9 @@ class _Runner:
 
             self.index = Index(store_folder(spec, bench, cache, embedder.name), spec.config, embedder)
             # PDFs: conversions shared by every system of the cache (load_page_benchmark fills it)
-            self.index.readers = default_readers(spec.config, conversion_cache=Path(cache) / "converted")
+            self.index.readers = default_readers(
+                spec.config, conversion_cache=Path(cache) / "converted", shared_cache=True
+            )
             try:
                 report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)
                 logger.info("%s: %s", spec.name, report.summary())

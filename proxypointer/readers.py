@@ -345,12 +345,19 @@ class PDFReader:
         config: The ``pdf`` config section (converter options, ``workers``, ``java_heap_mb``).
         cache: Folder of the conversion cache, or None for none.
         converter: The converter (default: built from ``config``).
+        shared_cache: The cache serves several stores (the evaluation harness's): never pruned
+            by one store's ingest (:meth:`prune_cache`).
     """
 
     name = "pdf"
 
     def __init__(
-        self, config: PDFConfig | None = None, *, cache: str | Path | None = None, converter: PDFConverter | None = None
+        self,
+        config: PDFConfig | None = None,
+        *,
+        cache: str | Path | None = None,
+        converter: PDFConverter | None = None,
+        shared_cache: bool = False,
     ) -> None:
         from .config import PDFConfig
         from .pdf import ConversionCache, converter_from_config
@@ -358,6 +365,7 @@ class PDFReader:
         self.config = config or PDFConfig()
         self.converter = converter or converter_from_config(self.config)
         self.cache = ConversionCache(cache) if cache is not None else None
+        self.shared_cache = shared_cache
 
     def missing(self) -> str | None:
         """Why PDFs cannot be read here: the extra's packages are absent; None when present.
@@ -468,15 +476,18 @@ class PDFReader:
             keep_hashes: ``doc_hash`` of every stored source still in use.
 
         Returns:
-            Entries deleted (0 without a cache).
+            Entries deleted (0 without a cache, or with a shared one).
         """
-        if self.cache is None:
+        if self.cache is None or self.shared_cache:
             return 0
         return self.cache.prune(h[:16] for h in keep_hashes)
 
 
 def default_readers(
-    config: ProxyPointerConfig | None = None, *, conversion_cache: str | Path | None = None
+    config: ProxyPointerConfig | None = None,
+    *,
+    conversion_cache: str | Path | None = None,
+    shared_cache: bool = False,
 ) -> dict[str, Reader]:
     """Build the suffix table: lower-case suffix (with the dot) -> reader.
 
@@ -488,12 +499,13 @@ def default_readers(
     Args:
         config: The configuration (default: the built-in defaults).
         conversion_cache: Folder where the PDF reader keeps its conversions (None: none).
+        shared_cache: That folder serves several stores: no ingest prunes it.
     """
     from .config import ProxyPointerConfig
 
     cfg = config or ProxyPointerConfig()
     markdown = MarkdownReader(cfg.pages)
     table: dict[str, Reader] = dict.fromkeys(MARKDOWN_SUFFIXES, markdown)
-    pdf = PDFReader(cfg.pdf, cache=conversion_cache)
+    pdf = PDFReader(cfg.pdf, cache=conversion_cache, shared_cache=shared_cache)
     table.update(dict.fromkeys(PDF_SUFFIXES, pdf))
     return table

@@ -381,3 +381,15 @@ def test_status_sees_a_changed_pdf_without_converting(make_index, corpus):
         {"doc_id": "report", "source": str((corpus / "report.pdf").resolve()), "reason": "changed"}
     ]
     assert conv.calls == [["report.pdf"]]  # the key is a hash of the bytes: nothing converted
+
+
+def test_a_shared_conversion_cache_is_never_pruned_by_one_store(make_index, corpus, tmp_path):
+    from proxypointer.pdf import ConversionCache
+
+    shared = tmp_path / "shared-conversions"
+    ConversionCache(shared).put("ff" + "0" * 62, "<!-- page 1 -->\n\nother store's\n", "0" * 16)
+    index = make_index()
+    conv = FakePDFConverter({"report.pdf": REPORT_MD})
+    index.readers[".pdf"] = PDFReader(index.config.pdf, cache=shared, converter=conv, shared_cache=True)
+    index.ingest([corpus], show_progress=False)
+    assert len(list(shared.glob("*/*.md"))) == 2  # the other store's entry survives
