@@ -1,5 +1,5 @@
 """PDFs and page-marked markdown through ingest, retrieval and the CLI, with a converter
-that needs no Java (tests/fakes.py); the real converter is tests/integration/test_pdf_ingest.py.
+that needs no Java (tests/fakes.py); the real converter is tests/integration/test_pdf_cli.py.
 
 Pages on every pointer (issue 14): chunk metadata, Section, ContextBlock, citations; marker
 lines never embedded nor shown; an unchanged PDF converts nothing; bad input fails alone.
@@ -25,7 +25,7 @@ from proxypointer.readers import PDFReader  # noqa: E402
 from proxypointer.retrieval import Retriever, format_citation  # noqa: E402
 
 #: What opendataloader-pdf 2.5.16 writes for pdfdocs.write_report (checked by
-#: tests/integration/test_pdf_ingest.py): Risk Factors starts mid-page 1 and runs on to page
+#: tests/integration/test_pdf_cli.py): Risk Factors starts mid-page 1 and runs on to page
 #: 2; Financial Statements is the first line of page 3.
 REPORT_MD = "\n".join([
     "<!-- page 1 -->",
