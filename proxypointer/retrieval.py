@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
+from .pages import PageMap, stored_page_map
 from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
 from .tree import slice_lines, split_lines
@@ -28,7 +29,7 @@ from .tree import slice_lines, split_lines
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["Retriever", "Scope", "Section", "build_section", "check_query"]
+__all__ = ["Retriever", "Scope", "Section", "build_section", "check_query", "format_citation"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,9 @@ class Section:
             routing sends to the document whose title it names, the query without that title.
             For a section added by :mod:`proxypointer.references`, the citing section's.
         chunk_text: Text of that chunk (``""`` for a section added by references).
-        citation: ``<doc_id><suffix>#L<start>-L<end>``, e.g. ``handbook.md#L120-L188``.
+        citation: Where the section is (:func:`format_citation`): ``handbook.md#L120-L188``;
+            with pages, ``AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)`` for a PDF and
+            ``report.md#L1203-L1240 (pp. 45-46)`` for markdown with page markers.
         source: Path of the file the section was indexed from.
         kind: ``heading``, ``preamble`` or ``window``.
         level: Heading level (0 for preamble and windows).
@@ -65,6 +68,11 @@ class Section:
         reached_via: For a section added by :mod:`proxypointer.references`, the citing section
             as ``<breadcrumb> (L<start>-L<end>)``, or ``"query"`` for a label named in the
             query; ``""`` otherwise.
+        page_start: First PDF page of the section's content, 1-based in the file's page order
+            (not the printed folio); 0 when the document has no pages (markdown without page
+            markers). From ``PageMap.page_range(start_line, end_line)``: page-marker and
+            blank lines do not count.
+        page_end: Last PDF page of the section's content, 1-based inclusive; 0 without pages.
     """
 
     doc_id: str
@@ -85,12 +93,49 @@ class Section:
     chunk_id: str = ""
     rank_score: float = 0.0
     reached_via: str = ""
+    page_start: int = 0
+    page_end: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (breadcrumb as a list)."""
         d = asdict(self)
         d["breadcrumb"] = list(self.breadcrumb)
         return d
+
+
+def format_citation(
+    doc_id: str, source: str, start_line: int, end_line: int, page_start: int = 0, page_end: int = 0
+) -> str:
+    """Format where a line range is: file, pages when it has them, lines.
+
+    Args:
+        doc_id: Document id.
+        source: Path of the file it was indexed from (its suffix goes in the citation; ``.md``
+            when it has none).
+        start_line: First line, 1-based inclusive (of the stored text: for a PDF, of
+            ``proxypointer convert``'s output).
+        end_line: Last line, 1-based inclusive.
+        page_start: First PDF page, 1-based; 0: no pages.
+        page_end: Last PDF page, 1-based inclusive.
+
+    Returns:
+        ``handbook.md#L120-L188`` without pages; for a PDF
+        ``AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)`` (``#page=N`` is the standard PDF
+        open parameter, RFC 8118: a link opens the viewer at that page; ``p. 45`` for one page);
+        for markdown with page markers ``report.md#L1203-L1240 (pp. 45-46)``.
+
+    Example:
+        >>> format_citation("AMD_2022_10K", "/d/AMD_2022_10K.pdf", 1203, 1240, 45, 46)
+        'AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)'
+    """
+    suffix = Path(source).suffix or ".md"
+    lines = f"L{start_line}-L{end_line}"
+    if page_start <= 0:
+        return f"{doc_id}{suffix}#{lines}"
+    pages = f"p. {page_start}" if page_end <= page_start else f"pp. {page_start}-{page_end}"
+    if suffix.lower() == ".pdf":
+        return f"{doc_id}{suffix}#page={page_start} ({pages}; {lines})"
+    return f"{doc_id}{suffix}#{lines} ({pages})"
 
 
 def build_section(
@@ -112,6 +157,7 @@ def build_section(
     chunk_start_line: int | None = None,
     chunk_end_line: int | None = None,
     reached_via: str = "",
+    pages: PageMap | None = None,
 ) -> Section:
     """Make a :class:`Section`: every Section is built here (from a chunk hit or a tree node).
 
@@ -134,6 +180,8 @@ def build_section(
         chunk_start_line: Its first line (default ``start_line``), 1-based inclusive.
         chunk_end_line: Its last line (default ``end_line``), 1-based inclusive.
         reached_via: See :attr:`Section.reached_via`.
+        pages: Page map of the stored source (``Retriever.source_pages``), or None when the
+            document has no pages; gives ``page_start``/``page_end`` and the citation's pages.
 
     Returns:
         The section, its ``text`` sliced from ``lines``.
@@ -141,6 +189,9 @@ def build_section(
     Raises:
         StaleSourceError: If ``end_line`` is past the end of ``lines``.
     """
+    page_start, page_end = (0, 0)
+    if pages is not None and end_line <= len(pages.line_pages):
+        page_start, page_end = pages.pages(start_line, end_line)
     return Section(
         doc_id=doc_id,
         node_id=node_id,
@@ -151,7 +202,7 @@ def build_section(
         text=slice_lines(list(lines), start_line, end_line),
         score=float(score),
         chunk_text=chunk_text,
-        citation=f"{doc_id}{Path(source).suffix or '.md'}#L{start_line}-L{end_line}",
+        citation=format_citation(doc_id, source, start_line, end_line, page_start, page_end),
         source=source,
         kind=kind,
         level=level,
@@ -160,6 +211,8 @@ def build_section(
         chunk_id=chunk_id,
         rank_score=float(rank_score),
         reached_via=reached_via,
+        page_start=page_start,
+        page_end=page_end,
     )
 
 
@@ -221,6 +274,7 @@ class Retriever:
         self.ranker = ranker or Ranker(index)
         self._lock = threading.Lock()
         self._lines: OrderedDict[str, list[str]] = OrderedDict()  # doc_hash -> stored lines; 64 kept
+        self._pages: OrderedDict[str, PageMap | None] = OrderedDict()  # doc_hash -> page map; 64 kept
         self._spans: OrderedDict[tuple[str, str], dict[str, tuple[int, int]]] = OrderedDict()  # 1,024 kept
 
     # -- scope --------------------------------------------------------------------------------
@@ -442,6 +496,7 @@ class Retriever:
             chunk_text=chunk.text,
             chunk_start_line=int(c.get("chunk_start_line", start)),
             chunk_end_line=int(c.get("chunk_end_line", end)),
+            pages=self.source_pages(m["doc_hash"]),
         )
 
     def source_lines(self, doc_hash: str) -> list[str]:
@@ -461,6 +516,31 @@ class Retriever:
             while len(self._lines) > 64:
                 self._lines.popitem(last=False)
         return lines
+
+    def source_pages(self, doc_hash: str) -> PageMap | None:
+        """Page map of a stored source, or None when it has no pages (small LRU, like the lines).
+
+        Raises:
+            StaleSourceError: If the stored copy is missing.
+        """
+        with self._lock:
+            if doc_hash in self._pages:
+                self._pages.move_to_end(doc_hash)
+                return self._pages[doc_hash]
+        stored = self.index.registry.load_pages(doc_hash)
+        pages = None
+        if stored is not None:
+            lines = self.source_lines(doc_hash)
+            try:
+                pages = stored_page_map(stored, lines)
+            except ValueError:
+                logger.warning("stored page map of %s does not fit its text; pages left out (run `proxypointer check`)",
+                               doc_hash[:12])
+        with self._lock:
+            self._pages[doc_hash] = pages
+            while len(self._pages) > 64:
+                self._pages.popitem(last=False)
+        return pages
 
     # -- nested sections ----------------------------------------------------------------------
     def _merge_nested(self, found: list[_Candidate]) -> list[_Candidate]:

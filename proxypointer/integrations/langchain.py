@@ -70,6 +70,7 @@ def section_to_document(section: Section) -> Document:
             "node_id": section.node_id,
             "breadcrumb": list(section.breadcrumb),
             "lines": [section.start_line, section.end_line],
+            "pages": [section.page_start, section.page_end],
             "citation": section.citation,
             "score": section.score,
             "rank_score": section.rank_score,
