@@ -458,7 +458,13 @@ def _converter_rules(config: TreeConfig) -> tuple[str, ...]:
 
 
 def apply_converter_modes(
-    lines: list[str], tokens: list[Token], headings: list[Heading], config: TreeConfig, front_matter_end: int = 0
+    lines: list[str],
+    tokens: list[Token],
+    headings: list[Heading],
+    config: TreeConfig,
+    front_matter_end: int = 0,
+    *,
+    paged: bool = False,
 ) -> tuple[list[Heading], HeadingReport]:
     """Add, drop or re-level headings according to the modes that are on.
 
@@ -474,6 +480,8 @@ def apply_converter_modes(
         headings: Top-level ATX/setext headings already found, in line order.
         config: Which modes are on.
         front_matter_end: Last line of YAML front matter, 0 when there is none.
+        paged: The text had page markers that its reader already emptied (a converted PDF, or
+            page-marked markdown as stored): counts as page markers for ``auto``.
 
     Returns:
         ``(headings, report)``: all headings in line order (lines 1-based; ``md_level`` is the
@@ -489,7 +497,7 @@ def apply_converter_modes(
         if config.converter_output == "on":
             reason = "tree.converter_output: on"
         elif pm is not None:
-            reason = detect_converter_output(lines, headings, pm.style)
+            reason = detect_converter_output(lines, headings, pm.style or ("read and emptied" if paged else ""))
         if reason and pm is not None:
             skip = frozenset(m - 1 for m in pm.marker_lines) | frozenset(
                 i for i, line in enumerate(lines) if "<!--" in line and _COMMENT_LINE.match(line)

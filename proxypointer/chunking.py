@@ -17,15 +17,17 @@ points at the exact source lines its piece came from.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .config import ChunkingConfig
 from .embedtext import EmbeddedText
 from .errors import DocumentError
+from .pages import PageMap
 from .tables import markdown_parser
 from .titles import is_noise_title, normalise_title
 from .tokenizer import TokenCounter
@@ -34,6 +36,7 @@ from .tree import DocumentTree, Node, split_lines
 __all__ = [
     "Chunk",
     "TokenCountCache",
+    "add_pages",
     "breadcrumb_text",
     "chunk_document",
     "document_hash",
@@ -76,6 +79,11 @@ class Chunk:
         n_tokens: Word pieces of ``embed_text`` including special tokens; always <= the
             model's ``max_seq_length``.
         empty_body: True for the single breadcrumb-only chunk of a leaf with no own text.
+        page_start: First PDF page of the whole section (``start_line..end_line``), 1-based,
+            file order; 0 when the document has no pages (see :func:`add_pages`).
+        page_end: Last PDF page of the whole section, 1-based inclusive; 0 without pages.
+        chunk_page_start: First page of the chunk's lines (``chunk_start_line..chunk_end_line``).
+        chunk_page_end: Last page of the chunk's lines.
     """
 
     chunk_id: str
@@ -98,11 +106,40 @@ class Chunk:
     embed_text: str
     n_tokens: int
     empty_body: bool = False
+    page_start: int = 0
+    page_end: int = 0
+    chunk_page_start: int = 0
+    chunk_page_end: int = 0
 
     @property
     def content_hash(self) -> str:
         """SHA-1 of ``embed_text``: the key of the embedding cache."""
         return hashlib.sha1(self.embed_text.encode("utf-8")).hexdigest()
+
+
+def add_pages(chunks: Sequence[Chunk], pages: PageMap) -> list[Chunk]:
+    """Give each chunk the pages of its section and of its own lines.
+
+    Pages come from :meth:`PageMap.pages` (``PageMap.page_range``: marker and blank lines do
+    not count), so a section that starts just below a page's marker starts on that page, and
+    one that ends where the next page's marker stands ends on the page before.
+
+    Args:
+        chunks: Chunks of one document (from :func:`chunk_document`).
+        pages: The page map of the document's stored text.
+
+    Returns:
+        The chunks with ``page_start``/``page_end`` (section) and ``chunk_page_start``/
+        ``chunk_page_end`` set; unchanged (all 0) when the document has no pages.
+    """
+    if not pages.has_pages:
+        return list(chunks)
+    out = []
+    for c in chunks:
+        ps, pe = pages.pages(c.start_line, c.end_line)
+        cs, ce = pages.pages(c.chunk_start_line, c.chunk_end_line)
+        out.append(dataclasses.replace(c, page_start=ps, page_end=pe, chunk_page_start=cs, chunk_page_end=ce))
+    return out
 
 
 def document_hash(text: str) -> str:

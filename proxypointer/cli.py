@@ -57,8 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", parents=[common], help="index markdown files or folders (incremental sync)")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="markdown files or folders (recursive *.md, *.markdown)")
+    p = sub.add_parser("ingest", parents=[common], help="index markdown and PDF files or folders (incremental sync)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="markdown or PDF files or folders (recursive *.md, *.markdown; *.pdf with the pdf extra)",
+    )
     p.add_argument(
         "--prune",
         action="store_true",
@@ -114,8 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the answer (or, without an LLM, the context) as JSON")
     _add_store_args(p)
 
-    p = sub.add_parser("tree", parents=[common], help="show the skeleton tree of markdown files")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = sub.add_parser(
+        "tree", parents=[common], help="show the skeleton tree of markdown or PDF files (with pages if they have them)"
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="markdown files, or PDFs (converted; needs the pdf extra)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
@@ -171,7 +178,12 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     p = sub.add_parser(
         "eval", parents=[common], help="measure retrieval quality on a benchmark folder (docs/evaluation.md)"
     )
-    p.add_argument("--benchmark", required=True, metavar="DIR", help="folder with docs/*.md and questions.jsonl")
+    p.add_argument(
+        "--benchmark",
+        required=True,
+        metavar="DIR",
+        help="folder with docs/*.md (or docs/*.pdf with evidence_pages gold) and questions.jsonl",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
     p.add_argument(
         "--scope",
@@ -201,7 +213,7 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     p.add_argument(
         "--systems",
         default=",".join(("proxypointer", "flat", "flat-title", "sections-no-breadcrumb", "bm25-sections")),
-        help="comma-separated systems",
+        help="comma-separated systems; for documents with pages also pages, bm25-pages",
     )
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap samples for 95%% intervals")
     p.add_argument("--cache", default=".proxypointer/eval-cache", metavar="DIR", help="folder of per-system stores")
@@ -430,21 +442,31 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .readers import read_document
+    from .pages import stored_page_map
+    from .readers import default_readers, read_bytes
     from .tree import build_tree, explain_headings, split_lines
 
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")
     status = 0
+    readers = default_readers(cfg)
     for f in args.files:
-        text = read_document(f)
         path = Path(f)
-        tree = build_tree(text, path.stem, cfg.tree)
+        reader = readers.get(path.suffix.lower(), readers[".md"])
+        read = reader.read(read_bytes(f), f)  # a PDF is converted; page markers are read and emptied
+        text = read.text
+        pages = stored_page_map(read.pages, split_lines(text)) if read.pages is not None else None
+        tree = build_tree(text, path.stem, cfg.tree, paged=read.pages is not None)
+
+        def page_span(node, pages=pages) -> tuple[int, int]:  # noqa: ANN001
+            return pages.pages(node.start_line, node.end_line) if pages is not None else (0, 0)
+
         if args.check:
             from .treecheck import check_tree
 
             lines = split_lines(text)
-            findings = check_tree(tree, lines, report=explain_headings(text, cfg.tree, lines=lines)[2])
+            report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
+            findings = check_tree(tree, lines, report=report)
             for w in findings:
                 print(w.format(f))
             n_warnings = sum(1 for w in findings if w.severity == "warning")
@@ -471,9 +493,12 @@ def _cmd_tree(args: argparse.Namespace) -> int:
                                 "body_end_line": n.body_end_line,
                                 "parent_id": n.parent_id,
                                 "kind": n.kind,
+                                "page_start": page_span(n)[0],
+                                "page_end": page_span(n)[1],
                             }
                             for n in tree.nodes
                         ],
+                        "page_count": pages.page_count if pages is not None else 0,
                     },
                     indent=2,
                     ensure_ascii=False,
@@ -488,8 +513,14 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         else:
             from .treecheck import tree_outline
 
-            print(f"{f} ({tree.line_count} lines)")
-            print(tree_outline(tree))
+            if pages is None:
+                print(f"{f} ({tree.line_count} lines)")
+                print(tree_outline(tree))
+            else:
+                print(f"{f} ({tree.line_count} lines, {pages.page_count} pages)")
+                for row, node in zip(tree_outline(tree).split("\n"), tree.nodes, strict=True):
+                    a, b = page_span(node)
+                    print(f"{row}  " + (f"p. {a}" if a == b else f"pp. {a}-{b}") if a else row)
     return status
 
 
@@ -611,7 +642,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         cache=args.cache,
     )
     config = load_config(args.config)
-    bench = load_benchmark(args.benchmark, args.limit_docs or None)
+    bench = load_benchmark(
+        args.benchmark,
+        args.limit_docs or None,
+        config=config,
+        conversion_cache=Path(settings.cache) / "converted",
+        show_progress=not args.quiet,
+    )
     result = run_evaluation(
         bench, config, settings, system_specs(settings.systems, config), show_progress=not args.quiet
     )
@@ -686,7 +723,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if not pairs:
         print("error: no PDF files found in the given paths", file=sys.stderr)
         return 1
-    converter = converter_from_config(cfg)
+    converter = converter_from_config(cfg, workers)
     batch = convert_pdfs([p for p, _ in pairs], converter, workers=workers, show_progress=not args.quiet)
     targets = dict(pairs)
     for doc in batch.converted:

@@ -514,6 +514,9 @@ class PDFConfig:
         markdown_with_html: Write complex tables as HTML inside the markdown.
         include_header_footer: Keep running page headers and footers (off: left out).
         use_struct_tree: Use the PDF's tags (tagged PDFs) for reading order and structure.
+        java_heap_mb: Largest Java heap of each converter JVM (``-Xmx``), MiB; 0: the JVM's
+            default (a quarter of the memory) with one worker, 1024 MiB each with more
+            (``pdf.AUTO_HEAP_MB``).
     """
 
     converter: str = "opendataloader"
@@ -522,12 +525,14 @@ class PDFConfig:
     markdown_with_html: bool = False
     include_header_footer: bool = False
     use_struct_tree: bool = False
+    java_heap_mb: int = 0
 
     def __post_init__(self) -> None:
         _check(
             self.converter == "opendataloader", "pdf.converter", f"expected 'opendataloader', got {self.converter!r}"
         )
         _check(self.workers >= 1, "pdf.workers", f"expected an int >= 1, got {self.workers}")
+        _check(self.java_heap_mb >= 0, "pdf.java_heap_mb", f"expected an int >= 0 (MiB), got {self.java_heap_mb}")
         _check(
             self.table_method in ("default", "cluster"),
             "pdf.table_method",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .delivery import OutlineEntry, cut_to_tokens, format_outline
 from .errors import ConfigError, StaleSourceError
 from .ranking import score_sections
-from .retrieval import check_query
+from .retrieval import check_query, format_citation
 from .store import Hit
 from .tree import slice_lines
 
@@ -53,8 +53,14 @@ class ContextBlock:
         end_line: Last delivered line, 1-based inclusive (``text`` may stop inside it when the
             budget ran out).
         text: The stored lines ``start_line..end_line`` joined with ``\\n``, cut at a
-            word-piece boundary when the budget ran out.
+            word-piece boundary when the budget ran out. Page-marker lines of a PDF or of
+            markdown with page markers are empty lines (they were emptied when the document
+            was read), so a marker is never delivered as content.
         tokens: Word pieces of ``text`` (embedding model's tokenizer, no special tokens).
+        page_start: First PDF page of the delivered lines' content, 1-based; 0 when the
+            document has no pages.
+        page_end: Last PDF page of the delivered lines' content, 1-based inclusive; 0 without
+            pages.
         outline: The section's children, when the block is the section's delivered text and
             that is not its whole subtree (:attr:`Section.outline`: where a reader can follow);
             empty for the windows of :meth:`Assembler.assemble`. Not part of ``text`` or
@@ -66,6 +72,8 @@ class ContextBlock:
     end_line: int
     text: str
     tokens: int
+    page_start: int = 0
+    page_end: int = 0
     outline: tuple[OutlineEntry, ...] = ()
 
     @property
@@ -75,8 +83,9 @@ class ContextBlock:
 
     @property
     def citation(self) -> str:
-        """``<doc_id><suffix>#L<start>-L<end>`` of the delivered lines."""
-        return f"{self.section.citation.split('#', 1)[0]}#L{self.start_line}-L{self.end_line}"
+        """Citation of the delivered lines and their pages (``retrieval.format_citation``)."""
+        s = self.section
+        return format_citation(s.doc_id, s.source, self.start_line, self.end_line, self.page_start, self.page_end)
 
     @property
     def whole(self) -> bool:
@@ -94,6 +103,8 @@ class ContextBlock:
             "citation": self.citation,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
             "tokens": self.tokens,
             "text": self.text,
             "outline": [e.to_dict() for e in self.outline],
@@ -385,8 +396,22 @@ class Assembler:
                 text = cut_to_tokens(text, budget - used, tok)
                 n_tok = tok.count(text)
             used += n_tok
-            out.append(ContextBlock(section, w.start_line, w.start_line + text.count("\n"), text, n_tok))
+            end = w.start_line + text.count("\n")
+            pages = self.retriever.source_pages(w.hit.metadata["doc_hash"])
+            ps, pe = pages.pages(w.start_line, end) if pages is not None else (0, 0)
+            out.append(ContextBlock(section, w.start_line, end, text, n_tok, ps, pe))
         return out
+
+    def _pages_of(self, section: Section, start_line: int, end_line: int) -> tuple[int, int]:
+        """Pages of lines of a given section: its own for its delivered lines, else the live page map's."""
+        delivered = (section.text_start_line or section.start_line, section.text_end_line or section.end_line)
+        if (start_line, end_line) == delivered or not section.page_start:
+            return section.page_start, section.page_end
+        rec = self.retriever.index.registry.get(section.doc_id)
+        pages = self.retriever.source_pages(rec.doc_hash) if rec is not None and rec.doc_hash else None
+        if pages is None or end_line > len(pages.line_pages):
+            return section.page_start, section.page_end
+        return pages.pages(start_line, end_line)
 
     def pack(self, sections: Sequence[Section], budget_tokens: int) -> list[ContextBlock]:
         """Deliver sections as retrieved (their ``text``), in the given order, as far as they fit a budget.
@@ -417,14 +442,15 @@ class Assembler:
         for s in sections:
             n = tok.count(s.text)
             extra = tok.count(format_outline(s.outline)) if s.outline else 0
-            start = s.text_start_line or s.start_line
+            start, end = s.text_start_line or s.start_line, s.text_end_line or s.end_line
             if used + n + extra <= budget_tokens:
-                out.append(ContextBlock(s, start, s.text_end_line or s.end_line, s.text, n, s.outline))
+                out.append(ContextBlock(s, start, end, s.text, n, s.page_start, s.page_end, s.outline))
                 used += n + extra
             elif not out:
                 text = cut_to_tokens(s.text, budget_tokens, tok)
                 n = tok.count(text)
-                out.append(ContextBlock(s, start, start + text.count("\n"), text, n))
+                end = start + text.count("\n")
+                out.append(ContextBlock(s, start, end, text, n, *self._pages_of(s, start, end)))
                 used += n
             else:
                 logger.info("context budget %d tokens reached; left out %s (%d tokens)", budget_tokens, s.citation,

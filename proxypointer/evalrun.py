@@ -41,11 +41,13 @@ from .evaluation import (
     tokens_at,
 )
 from .ranking import LexicalIndex, rank_sections
+from .readers import default_readers
 from .references import ReferenceFollower
 from .store import Hit
 from .tree import slice_lines, split_lines
 
 __all__ = [
+    "PAGE_SYSTEMS",
     "SYSTEMS",
     "EvalSettings",
     "SystemSpec",
@@ -61,6 +63,11 @@ logger = logging.getLogger(__name__)
 
 #: Built-in systems, in report order.
 SYSTEMS = ("proxypointer", "flat", "flat-title", "sections-no-breadcrumb", "bm25-sections")
+#: Page-unit baselines, for benchmarks whose documents have pages (PDFs, markdown with page
+#: markers; docs/evaluation.md, "PDF input"): ``pages`` (each page one unit, embedded in
+#: windows of ``chunk_tokens`` that never cross a page, the page scored by its best window)
+#: and ``bm25-pages`` (BM25 over whole pages).
+PAGE_SYSTEMS = ("pages", "bm25-pages")
 
 #: Default query template per scope; ``{title}`` is the document's first heading.
 DEFAULT_TEMPLATES = {"doc": "{question}", "corpus": "{title}. {question}"}
@@ -118,7 +125,9 @@ class SystemSpec:
 
     Attributes:
         name: Report name.
-        kind: ``dense`` (an Index with the embedding model) or ``bm25`` (bm25s over chunks).
+        kind: ``dense`` (an Index with the embedding model), ``bm25`` (bm25s over chunks),
+            ``pages`` (the model over page windows, in memory) or ``bm25-pages`` (bm25s over
+            pages).
         config: Its full pipeline configuration.
         assemble: Deliver with ``Retriever.assemble`` under each budget; otherwise the
             returned units' whole texts in rank order.
@@ -156,11 +165,16 @@ def _builtin(name: str, base: ProxyPointerConfig) -> SystemSpec:
                        "retrieval": plain},
         "sections-no-breadcrumb": {"chunking": {"strategy": "sections", "breadcrumb": "none"}, "retrieval": plain},
         "bm25-sections": {"chunking": {"strategy": "sections", "breadcrumb": "path"}, "retrieval": plain},
+        "pages": {"chunking": {"strategy": "windows", "breadcrumb": "none", "window_tokens": size},
+                  "retrieval": plain},
+        "bm25-pages": {"retrieval": plain},
     }.get(name, {})
-    if name not in SYSTEMS:
-        raise ConfigError(f"systems: unknown system {name!r}; built-in: {list(SYSTEMS)} or a name under variants")
+    if name not in SYSTEMS and name not in PAGE_SYSTEMS:
+        raise ConfigError(f"systems: unknown system {name!r}; built-in: {list(SYSTEMS + PAGE_SYSTEMS)} or a name "
+                          "under variants")
     cfg = config_from_dict(_merge(d, over), f"system {name}")
-    return SystemSpec(name, "bm25" if name == "bm25-sections" else "dense", cfg, name == "proxypointer")
+    kind = {"bm25-sections": "bm25", "pages": "pages", "bm25-pages": "bm25-pages"}.get(name, "dense")
+    return SystemSpec(name, kind, cfg, name == "proxypointer")
 
 
 def system_specs(
@@ -299,8 +313,11 @@ def _shared_vectors(cache: str | Path, embedder: Any) -> VectorCache:
 def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: str) -> Path:
     """Store folder of a system: keyed by model, tree and chunking settings and the benchmark."""
     d = config_to_dict(spec.config)
-    key = json.dumps({"model": model, "tree": d["tree"], "chunking": d["chunking"],
-                      "benchmark": str(bench.root.resolve())}, sort_keys=True)
+    parts = {"model": model, "tree": d["tree"], "chunking": d["chunking"], "benchmark": str(bench.root.resolve())}
+    if any(p.suffix.lower() == ".pdf" for p in bench.paths.values()):
+        # the converter's options shape the text (not how many JVMs run, nor their heap)
+        parts["pdf"] = {k: v for k, v in d["pdf"].items() if k not in ("workers", "java_heap_mb")}
+    key = json.dumps(parts, sort_keys=True)
     c = spec.config.chunking
     return Path(cache) / f"{c.strategy}-{c.breadcrumb}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
 
@@ -317,6 +334,10 @@ class _Runner:
             from .pipeline import Index
 
             self.index = Index(store_folder(spec, bench, cache, embedder.name), spec.config, embedder)
+            # PDFs: conversions shared by every system of the cache (load_page_benchmark fills it)
+            self.index.readers = default_readers(
+                spec.config, conversion_cache=Path(cache) / "converted", shared_cache=True
+            )
             try:
                 report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)
                 logger.info("%s: %s", spec.name, report.summary())
@@ -328,6 +349,14 @@ class _Runner:
             self.retriever = _cached_retriever(self.index)
             self.assembler = Assembler(self.retriever)
             self.follower = ReferenceFollower(self.retriever)
+        elif spec.kind == "pages":
+            self._build_pages(embedder, show_progress)
+        elif spec.kind == "bm25-pages":
+            self.lexical = LexicalIndex([
+                Hit(f"{d}::p{page:05d}", text, {"doc_id": d, "node_id": f"p{page:05d}", "start_line": a, "end_line": b},
+                    0.0)
+                for d, page, a, b, text in self._page_units()
+            ])
         else:
             self._build_bm25()
 
@@ -350,10 +379,77 @@ class _Runner:
 
         hits = []
         for doc_id, text in self.bench.texts.items():
-            tree = build_tree_cached(text, doc_id, self.spec.config)
+            tree = build_tree_cached(text, doc_id, self.spec.config, paged=doc_id in self.bench.pages)
             for c in chunk_document(tree, text, self.tok, self.spec.config.chunking):
                 hits.append(Hit(c.chunk_id, c.embed_text, chunk_metadata(c, str(self.bench.paths[doc_id])), 0.0))
         self.lexical = LexicalIndex(hits)
+
+    def _page_units(self) -> list[tuple[str, int, int, int, str]]:
+        """``(doc_id, page, start_line, end_line, text)`` of every page with text, documents in order.
+
+        A page's lines are the run of lines the page map puts on it (its marker line first).
+
+        Raises:
+            ConfigError: If a document has no pages.
+        """
+        out = []
+        for doc_id in sorted(self.bench.texts):
+            pages = self.bench.pages.get(doc_id)
+            if pages is None:
+                raise ConfigError(f"system {self.spec.name}: {doc_id} has no pages; page systems need a benchmark "
+                                  "of PDFs or of markdown with page markers")
+            lines = self._lines(doc_id)
+            start = 1
+            for i in range(1, len(lines) + 1):
+                if i == len(lines) or pages[i] != pages[start - 1]:
+                    text = slice_lines(lines, start, i)
+                    if pages[start - 1] > 0 and text.strip():
+                        out.append((doc_id, pages[start - 1], start, i, text))
+                    start = i + 1
+        return out
+
+    def _build_pages(self, embedder: Any, show_progress: bool) -> None:
+        """Embed every page in windows that never cross a page (the ``pages`` baseline).
+
+        Each page is chunked alone with the system's window settings (``chunking.windows``:
+        ``window_tokens`` word pieces, tables rendered as text as for every system); the
+        vectors go through the run's embedder, so the eval cache's shared vectors serve them.
+        """
+        from tqdm import tqdm
+
+        from .chunking import chunk_document
+
+        cfg = self.spec.config
+        self.units: list[tuple[str, int, int, str]] = []
+        texts: list[str] = []
+        owner: list[int] = []
+        for doc_id, _page, a, b, text in self._page_units():
+            tree = build_tree_cached(text, f"{doc_id}#{a}", cfg)
+            for c in chunk_document(tree, text, self.tok, cfg.chunking):
+                texts.append(c.embed_text)
+                owner.append(len(self.units))
+            self.units.append((doc_id, a, b, text))
+        parts = []
+        step = 512
+        for i in tqdm(range(0, len(texts), step), desc=f"{self.spec.name}: embedding", disable=not show_progress,
+                      leave=False):
+            parts.append(np.asarray(embedder.encode(texts[i : i + step]), dtype=np.float32))
+        self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
+        self.owner = np.asarray(owner, dtype=np.int64)
+        self.unit_doc = np.asarray([u[0] for u in self.units])
+        self.embedder = embedder
+        logger.info("%s: %d pages in %d windows", self.spec.name, len(self.units), len(texts))
+
+    def _ranked_pages(self, query: str, doc_ids: list[str] | None, k: int) -> list[tuple[str, int, int, str]]:
+        """Rank pages by the cosine of their best window; the k best, best first."""
+        q = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
+        scores = self.vectors @ q
+        if doc_ids:
+            scores = np.where(np.isin(self.unit_doc[self.owner], list(doc_ids)), scores, -np.inf)
+        best = np.full(len(self.units), -np.inf, dtype=np.float64)
+        np.maximum.at(best, self.owner, scores)
+        order = [int(i) for i in np.argsort(-best, kind="stable")[:k] if np.isfinite(best[i])]
+        return [self.units[i] for i in order]
 
     def _lines(self, doc_id: str) -> list[str]:
         if doc_id not in self._split:
@@ -384,6 +480,8 @@ class _Runner:
                 secs = self.retriever.retrieve(query, k=k, doc_ids=doc_ids)
             return [(s.doc_id, s.text_start_line, s.text_end_line, s.text,
                      self.tok.count(format_outline(s.outline)) if s.outline else 0) for s in secs]
+        if self.spec.kind == "pages":
+            return [(*unit, 0) for unit in self._ranked_pages(query, doc_ids, k)]
         allowed = set(doc_ids) if doc_ids else None
         hits = self.lexical.search(query, 50 * k, (lambda h: h.metadata["doc_id"] in allowed) if allowed else None)
         out = []
@@ -441,17 +539,20 @@ def _cached_retriever(index: Any) -> Any:
     return Retriever(index, ranker=_Cached(index))
 
 
-_TREES: dict[tuple[str, str, str], Any] = {}
+_TREES: dict[tuple[str, str, str, bool], Any] = {}
 
 
-def build_tree_cached(text: str, doc_id: str, config: ProxyPointerConfig) -> Any:
-    """Skeleton tree of a benchmark document (cached per doc_id, text and tree settings)."""
+def build_tree_cached(text: str, doc_id: str, config: ProxyPointerConfig, paged: bool = False) -> Any:
+    """Skeleton tree of a benchmark document (cached per doc_id, text and tree settings).
+
+    ``paged``: the document had page markers, emptied when it was read (as ingestion builds it).
+    """
     from .tree import build_tree
 
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
-    key = (doc_id, digest, json.dumps(config_to_dict(config)["tree"], sort_keys=True))
+    key = (doc_id, digest, json.dumps(config_to_dict(config)["tree"], sort_keys=True), paged)
     if key not in _TREES:
-        _TREES[key] = build_tree(text, doc_id, config.tree)
+        _TREES[key] = build_tree(text, doc_id, config.tree, paged=paged)
     return _TREES[key]
 
 

@@ -19,14 +19,17 @@ import bisect
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import ConfigError, DocumentError
 from .tree import build_tree, normalise_text, split_lines
+
+if TYPE_CHECKING:
+    from .config import ProxyPointerConfig
 
 __all__ = [
     "METRICS",
@@ -40,6 +43,7 @@ __all__ = [
     "delivered_ranges",
     "hit_at",
     "load_benchmark",
+    "load_page_benchmark",
     "paired_difference",
     "plot_budgets",
     "recall_at",
@@ -138,6 +142,8 @@ class Benchmark:
         titles: ``doc_id -> first heading``.
         questions: Questions with evidence spans, on the selected documents, file order.
         skipped: Questions without evidence spans (not evaluated).
+        pages: ``doc_id -> page of each line`` (1-based PDF pages; ``pages[i]`` is line
+            ``i + 1``) for documents with pages: PDFs and markdown with page markers.
     """
 
     root: Path
@@ -147,6 +153,7 @@ class Benchmark:
     titles: dict[str, str]
     questions: list[Question]
     skipped: int = 0
+    pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def line_offsets(self, doc_id: str) -> list[int]:
         """Character offset of the start of each line (index 0 is line 1)."""
@@ -186,13 +193,28 @@ def _line_span(ev: dict[str, Any], starts: list[int], text: str) -> tuple[int, i
     return starts[a - 1], max(end, starts[a - 1] + 1)  # an empty line: its line end
 
 
-def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark:
+def load_benchmark(
+    root: str | Path,
+    limit_docs: int | None = None,
+    *,
+    config: ProxyPointerConfig | None = None,
+    conversion_cache: str | Path | None = None,
+    show_progress: bool = False,
+) -> Benchmark:
     """Read a benchmark folder.
+
+    A folder whose documents are PDFs, or whose gold is only ``evidence_pages``, is read by
+    :func:`load_page_benchmark`. Documents are read as ingestion reads them
+    (``readers.MarkdownReader``: page-marker lines emptied), so texts and offsets are those of
+    the stored sources; evidence offsets are moved onto them line by line.
 
     Args:
         root: Folder with ``docs/*.md`` and ``questions.jsonl``.
         limit_docs: Keep only the first N documents (sorted by doc_id) that have questions
             with evidence spans; ``None`` keeps all.
+        config: Pipeline configuration (its ``pages`` and ``pdf`` sections); default built-in.
+        conversion_cache: Folder of converted PDFs (see :func:`load_page_benchmark`).
+        show_progress: Show the PDF conversion's progress bar.
 
     Returns:
         The benchmark; questions without evidence spans are counted in ``skipped``.
@@ -206,6 +228,9 @@ def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark
     qfile = root / "questions.jsonl"
     if not qfile.is_file() or not (root / "docs").is_dir():
         raise ConfigError(f"{root}: expected docs/*.md and questions.jsonl; check --benchmark")
+    if _page_gold_only(root):
+        return load_page_benchmark(root, limit_docs, config=config, conversion_cache=conversion_cache,
+                                   show_progress=show_progress)
     rows = []
     for n, line in enumerate(qfile.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -257,6 +282,178 @@ def load_benchmark(root: str | Path, limit_docs: int | None = None) -> Benchmark
         raise ConfigError(f"{qfile}: no question with evidence spans or evidence lines; nothing to evaluate")
     logger.info("%s: %d documents, %d questions (%d without evidence spans skipped)",
                 bench.name, len(bench.paths), len(bench.questions), bench.skipped)
+    _read_as_stored(bench, config)
+    return bench
+
+
+def _page_gold_only(root: Path) -> bool:
+    """Tell whether the documents are PDFs, or no question has span or line gold but some have pages."""
+    if any(p.suffix.lower() == ".pdf" for p in (root / "docs").iterdir()):
+        return True
+    spans = pages = False
+    for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return False  # load_benchmark names the bad line
+            spans = spans or bool(row.get("evidence_spans") or row.get("evidence_lines"))
+            pages = pages or bool(row.get("evidence_pages"))
+    return pages and not spans
+
+
+def _read_as_stored(bench: Benchmark, config: ProxyPointerConfig | None) -> None:
+    """Give each markdown document the text ingestion stores (page markers emptied), spans moved onto it.
+
+    Emptying a marker line keeps every line where it was, so an offset moves to the same
+    line and column, clamped to the line's new length.
+    """
+    from .readers import MarkdownReader
+
+    reader = MarkdownReader(config.pages if config is not None else None)
+    for doc_id, text in list(bench.texts.items()):
+        read = reader.read(text.encode("utf-8"), str(bench.paths[doc_id]))
+        if read.text == text:
+            continue
+        old = bench.line_offsets(doc_id)
+        bench.texts[doc_id] = read.text
+        new = bench.line_offsets(doc_id)
+        lines = split_lines(read.text)
+        bench.titles[doc_id] = build_tree(read.text, doc_id).title
+        if read.pages is not None:
+            bench.pages[doc_id] = read.pages
+
+        def move(offset: int, old: list[int] = old, new: list[int] = new, lines: list[str] = lines) -> int:
+            i = bisect.bisect_right(old, offset) - 1
+            return new[i] + min(offset - old[i], len(lines[i]) + (1 if i + 1 < len(lines) else 0))
+
+        for k, q in enumerate(bench.questions):
+            if q.doc_id == doc_id:
+                spans = tuple(replace(s, start=move(s.start), end=max(move(s.end - 1) + 1, move(s.start) + 1))
+                              for s in q.spans)
+                bench.questions[k] = replace(q, spans=spans, title=bench.titles[doc_id])
+
+
+def _content_span(doc_id: str, lines: list[str], line_pages: Sequence[int], starts: list[int], page: int
+                  ) -> EvidenceSpan | None:
+    """Make the evidence span of one page: its first to last content line (marker, blank lines left out)."""
+    content = [i for i, p in enumerate(line_pages, 1) if p == page and lines[i - 1].strip()]
+    if not content:
+        return None
+    a, b = content[0], content[-1]
+    return EvidenceSpan(doc_id, starts[a - 1], starts[b - 1] + len(lines[b - 1]), a, b)
+
+
+def load_page_benchmark(
+    root: str | Path,
+    limit_docs: int | None = None,
+    *,
+    config: ProxyPointerConfig | None = None,
+    conversion_cache: str | Path | None = None,
+    show_progress: bool = False,
+) -> Benchmark:
+    """Read a benchmark of PDFs (or markdown with page markers) whose gold is evidence pages.
+
+    ``questions.jsonl`` rows are ``{id, doc_id, question, evidence_pages: [1-based PDF page,
+    ...]}`` (FinanceBench's form); ``docs/<doc_id>.pdf`` or ``docs/<doc_id>.md``. Each PDF is
+    converted as ``proxypointer ingest`` converts it (``readers.PDFReader``, the ``pdf``
+    config section), keeping conversions in ``conversion_cache`` by conversion key, so a
+    second run converts nothing; markdown is read with its page markers
+    (``readers.MarkdownReader``, the ``pages`` section). Each evidence page becomes one
+    evidence span: the page's first to last content line of the stored text (page-marker and
+    blank lines left out). A delivered unit then overlaps it exactly when the unit's page range
+    (``PageMap.page_range``) covers that page, so every metric of this module (hit@k, MRR,
+    recall@5, budget_hit) is page-level with no other change.
+
+    Args:
+        root: Folder with ``docs/`` and ``questions.jsonl``.
+        limit_docs: Keep only the first N documents (sorted by doc_id); None keeps all.
+        config: Pipeline configuration (``pdf`` and ``pages`` sections); default built-in.
+        conversion_cache: Folder for converted PDFs (``ConversionCache``); None converts every run.
+        show_progress: Show the conversion's progress bar (pages) on stderr.
+
+    Returns:
+        The benchmark with ``pages`` for every document; questions whose evidence pages have
+        no text are counted in ``skipped``.
+
+    Raises:
+        ConfigError: If ``questions.jsonl`` is malformed, a document is missing or has no
+            pages, or no question has evidence pages.
+        DocumentError: If a PDF cannot be converted (names the file and what to do).
+        MissingDependencyError: If the ``pdf`` extra or Java is missing.
+    """
+    from .config import ProxyPointerConfig
+    from .errors import ProxyPointerError
+    from .readers import MarkdownReader, PDFReader
+
+    cfg = config or ProxyPointerConfig()
+    root = Path(root)
+    qfile = root / "questions.jsonl"
+    rows = []
+    for n, line in enumerate(qfile.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            pages = [int(p) for p in _literal(row.get("evidence_pages")) or []]
+            rows.append((n, str(row["id"]), str(row["doc_id"]), row["question"], pages))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise ConfigError(f"{qfile}:{n}: bad question record ({err}); expected id, doc_id, question, "
+                              "evidence_pages") from err
+    with_pages = sorted({r[2] for r in rows if r[4]})
+    keep = with_pages[:limit_docs] if limit_docs else with_pages
+    bench = Benchmark(root, root.name, {}, {}, {}, [])
+    pdfs: list[str] = []
+    for doc_id in keep:
+        pdf, md = root / "docs" / f"{doc_id}.pdf", root / "docs" / f"{doc_id}.md"
+        if pdf.is_file():
+            bench.paths[doc_id] = pdf
+            pdfs.append(doc_id)
+        elif md.is_file():
+            bench.paths[doc_id] = md
+            read = MarkdownReader(cfg.pages).read(md.read_bytes(), str(md))
+            bench.texts[doc_id] = read.text
+            if read.pages is not None:
+                bench.pages[doc_id] = read.pages
+        else:
+            raise ConfigError(f"{root / 'docs'}: no {doc_id}.pdf or {doc_id}.md for the questions of {doc_id}")
+    if pdfs:
+        reader = PDFReader(cfg.pdf, cache=conversion_cache)
+        results = reader.read_many([str(bench.paths[d]) for d in pdfs], show_progress=show_progress)
+        for doc_id, got in zip(pdfs, results, strict=True):
+            if isinstance(got, ProxyPointerError):
+                raise got
+            bench.texts[doc_id] = got.text
+            if got.pages is not None:
+                bench.pages[doc_id] = got.pages
+    no_pages = [d for d in keep if d not in bench.pages]
+    if no_pages:
+        raise ConfigError(f"{root}: {', '.join(no_pages[:3])} has no page markers; page gold needs pages")
+    for doc_id in keep:
+        bench.titles[doc_id] = build_tree(bench.texts[doc_id], doc_id).title
+    starts = {d: bench.line_offsets(d) for d in keep}
+    lines = {d: split_lines(bench.texts[d]) for d in keep}
+    for n, qid, doc_id, question, pages in rows:
+        if doc_id not in bench.paths:
+            if not pages:
+                bench.skipped += 1
+            continue
+        spans = []
+        for page in pages:
+            span = _content_span(doc_id, lines[doc_id], bench.pages[doc_id], starts[doc_id], page)
+            if span is None:
+                logger.warning("%s:%d: evidence page %d of %s has no text in the converted document; left out",
+                               qfile, n, page, doc_id)
+            else:
+                spans.append(span)
+        if not spans:
+            bench.skipped += 1
+            continue
+        bench.questions.append(Question(qid, doc_id, question, bench.titles[doc_id], tuple(spans)))
+    if not bench.questions:
+        raise ConfigError(f"{qfile}: no question with evidence pages that have text; nothing to evaluate")
+    logger.info("%s: %d documents (%d PDFs), %d questions with page gold (%d skipped)",
+                bench.name, len(bench.paths), len(pdfs), len(bench.questions), bench.skipped)
     return bench
 
 

@@ -5,12 +5,15 @@ lock, keeps the guarantees of docs/lifecycle.md (each document old-or-new after 
 next run repairs what was in flight):
 
 1. **discover + plan** (driver): :func:`~proxypointer.discovery.discover` lists the files;
-   :func:`plan_file` reads each one, computes its source key and compares it with the
-   registry. Unchanged files end here (a read and a hash each) and never leave the driver;
-   changed ones become a :class:`Pending`.
+   :func:`set_aside` takes out the files whose reader cannot run here (PDFs without the
+   ``pdf`` extra); :func:`plan_file` reads each one, computes its source key and compares it
+   with the registry. Unchanged files end here (a read and a hash each) and never leave the
+   driver; changed ones become a :class:`Pending`.
 2. **read + tree + chunk** (pure, picklable in and out): :func:`parse_file` (path in) or
    :func:`prepare_document` (a :class:`~proxypointer.readers.ReadResult` in) gives a
-   :class:`PreparedDocument`.
+   :class:`PreparedDocument`. Files of a reader that converts in batches (PDF: several JVMs
+   at once) are read first, all the changed ones of a run together, by :func:`read_batch`,
+   and their results go to :func:`prepare_document`.
 3. **embed** (cache-aware): :func:`embed_chunks` looks every chunk up in the embedding cache
    and encodes the rest in groups, each group written to the cache in its own transaction, so
    an interrupted run keeps what it computed.
@@ -38,11 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking import Chunk, chunk_document, document_hash
+from .chunking import Chunk, add_pages, chunk_document, document_hash
 from .config import ChunkingConfig, TreeConfig
 from .discovery import Discovery, SourceFile, discover
 from .errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreError
 from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all
+from .pages import stored_page_map
 from .readers import Reader, ReadResult, read_bytes
 from .registry import Registry, encode_record, tree_to_json
 from .store import ChromaStore, chunk_metadata
@@ -68,6 +72,10 @@ __all__ = [
     "plan_changed",
     "plan_file",
     "prepare_document",
+    "prune_conversions",
+    "read_batch",
+    "reads_in_batches",
+    "set_aside",
     "start_sync",
     "version_of",
     "write_documents",
@@ -96,7 +104,8 @@ class IngestReport:
         notes: ``(path, message)`` for files skipped or read with a caveat that is not a
             failure (an empty file, a Windows-1252 fallback).
         seconds: Wall time of the run.
-        stage_seconds: Time per stage: read, tree, chunking, embedding, store, registry.
+        stage_seconds: Time per stage: read, convert (PDF conversion), tree, chunking, embedding,
+            store, registry.
 
     """
 
@@ -209,6 +218,43 @@ def version_of(source_key: str, pipeline_key: str) -> str:
 
 
 # -- 1. plan ----------------------------------------------------------------------------------
+def set_aside(
+    files: Sequence[SourceFile], readers: dict[str, Reader]
+) -> tuple[list[SourceFile], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Take out the files whose reader cannot run here (its ``missing()`` gives a reason).
+
+    A file named directly (``ingest report.pdf``) fails: the user asked for it. A file found
+    in a folder is a note, not a failure: a folder of markdown notes that also holds PDFs
+    ingests as before the PDF reader existed, exit code 0, and the note names each PDF and the
+    install command.
+
+    Args:
+        files: Discovered files.
+        readers: The suffix table.
+
+    Returns:
+        ``(kept, failed, notes)``; failed and notes as ``(path, message)``, each message
+        naming the file and what to install.
+    """
+    kept: list[SourceFile] = []
+    failed: list[tuple[str, str]] = []
+    notes: list[tuple[str, str]] = []
+    why: dict[int, str | None] = {}
+    for f in files:
+        reader = readers[f.suffix]
+        if id(reader) not in why:
+            missing = getattr(reader, "missing", None)
+            why[id(reader)] = missing() if callable(missing) else None
+        reason = why[id(reader)]
+        if reason is None:
+            kept.append(f)
+        elif f.root is None:
+            failed.append((f.path, f"{f.path}: not indexed: {reason}"))
+        else:
+            notes.append((f.path, f"{f.path}: skipped: {reason}"))
+    return kept, failed, notes
+
+
 def plan_file(
     file: SourceFile, data: bytes, reader: Reader, registry: Registry, pipeline_key: str
 ) -> Pending | None:
@@ -292,9 +338,11 @@ def prepare_document(
     version = version_of(read.source_key, pipeline_key)
     t = time.perf_counter()
     lines = split_lines(text)
-    tree = build_tree(text, doc_id, tree_config, lines=lines)
+    tree = build_tree(text, doc_id, tree_config, lines=lines, paged=read.pages is not None)
     t2 = time.perf_counter()
     chunks = chunk_document(tree, text, tokenizer, chunking_config, lines=lines, version=version)
+    if read.pages is not None:
+        chunks = add_pages(chunks, stored_page_map(read.pages, lines))
     if stage_seconds is not None:
         stage_seconds["tree"] = stage_seconds.get("tree", 0.0) + t2 - t
         stage_seconds["chunking"] = stage_seconds.get("chunking", 0.0) + time.perf_counter() - t2
@@ -362,6 +410,41 @@ def parse_file(
         path=path,
         stage_seconds=stage_seconds,
     )
+
+
+def reads_in_batches(reader: Reader) -> bool:
+    """Tell whether a reader converts many files at once (has ``read_many``, e.g. the PDF reader)."""
+    return callable(getattr(reader, "read_many", None))
+
+
+def read_batch(
+    pending: Sequence[Pending],
+    reader: Reader,
+    *,
+    show_progress: bool = False,
+    stage_seconds: dict[str, float] | None = None,
+) -> list[ReadResult | ProxyPointerError]:
+    """Read (convert) the changed files of a batch reader together, before they are parsed.
+
+    The PDF reader converts them with ``pdf.workers`` converter processes at once (one JVM
+    each), with a progress bar by pages; a bad file does not stop the others.
+
+    Args:
+        pending: Changed files of that reader (from :func:`plan_file`).
+        reader: A reader with ``read_many`` (:func:`reads_in_batches`).
+        show_progress: Show the reader's progress bar on stderr.
+        stage_seconds: If given, the seconds are added to its ``convert`` entry.
+
+    Returns:
+        Per file, in order: what was read (give it to :func:`prepare_document`), or the error
+        naming the file (a ``DocumentError`` for a bad file, a ``MissingDependencyError``
+        when Java is missing).
+    """
+    t = time.perf_counter()
+    results = reader.read_many([p.file.path for p in pending], show_progress=show_progress)  # type: ignore[attr-defined]
+    if stage_seconds is not None:
+        stage_seconds["convert"] = stage_seconds.get("convert", 0.0) + time.perf_counter() - t
+    return list(results)
 
 
 # -- 3. embed ---------------------------------------------------------------------------------
@@ -683,9 +766,29 @@ def finish_sync(
     st["store"] = st.get("store", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
     registry.prune_sources()
+    prune_conversions(index.readers, registry)
     if prune:
         report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
     st["registry"] = st.get("registry", 0.0) + time.perf_counter() - t
     if started is not None:
         report.seconds = time.perf_counter() - started
     logger.info("%s", report.summary())
+
+
+def prune_conversions(readers: dict[str, Reader], registry: Registry) -> None:
+    """Drop the readers' cached conversions (``<store>/converted``) whose text no document uses.
+
+    Args:
+        readers: Suffix -> reader; a reader with a ``prune_cache(live_hashes)`` method keeps a cache.
+        registry: The registry (live and pending document hashes are kept).
+    """
+    live: set[str] | None = None
+    for reader in {id(r): r for r in readers.values()}.values():
+        prune = getattr(reader, "prune_cache", None)
+        if callable(prune):
+            if live is None:
+                live = {r.doc_hash for r in registry.documents() if r.doc_hash}
+                live |= {r.pending_hash for r in registry.documents() if r.pending_hash}
+            n = prune(sorted(live))
+            if n:
+                logger.info("removed %d cached conversion(s) no document uses", n)

@@ -56,10 +56,12 @@ __all__ = [
     "BUILTIN_STYLES",
     "MarkerStyle",
     "PageMap",
+    "blank_markers",
     "custom_style",
     "detect_style",
     "page_map",
     "page_map_for_config",
+    "stored_page_map",
     "style_for_config",
 ]
 
@@ -211,8 +213,8 @@ class PageMap:
 
     @property
     def has_pages(self) -> bool:
-        """True when the text had page markers."""
-        return bool(self.marker_lines)
+        """True when some line is on a page (the text had page markers)."""
+        return self.page_count > 0
 
     def page_of(self, line: int) -> int:
         """Page of one line.
@@ -250,7 +252,7 @@ class PageMap:
         """
         if not 1 <= start_line <= end_line <= len(self.line_pages):
             raise IndexError(f"lines {start_line}..{end_line} outside 1..{len(self.line_pages)}")
-        if not self.marker_lines:
+        if not self.has_pages:
             return None
         pages, blank = self.line_pages, self._blank or (False,) * len(self.line_pages)
         content = [
@@ -265,6 +267,22 @@ class PageMap:
         if not content:
             return None
         return min(content), max(content)
+
+    def pages(self, start_line: int, end_line: int) -> tuple[int, int]:
+        """:meth:`page_range` as the pair a pointer carries: ``(0, 0)`` when it has no pages.
+
+        Args:
+            start_line: First line, 1-based, inclusive.
+            end_line: Last line, 1-based, inclusive; >= start_line.
+
+        Returns:
+            ``(page_start, page_end)``, 1-based inclusive PDF pages, or ``(0, 0)``.
+
+        Raises:
+            IndexError: If the range is empty or outside the text.
+        """
+        got = self.page_range(start_line, end_line)
+        return (0, 0) if got is None else got
 
     #: Whether each line is blank (recorded by page_map; not part of equality or repr).
     _blank: tuple[bool, ...] = field(default=(), repr=False, compare=False)
@@ -437,3 +455,51 @@ def page_map_for_config(lines: Sequence[str], config: PagesConfig) -> PageMap:
         ConfigError: If the custom marker is invalid.
     """
     return page_map(lines, style_for_config(config))
+
+
+def blank_markers(lines: Sequence[str], pages: PageMap) -> list[str]:
+    """Replace every marker line by an empty line, so that markers are never content.
+
+    The text that is stored, parsed, chunked, embedded and delivered is the converted (or
+    given) markdown with its page-marker lines emptied: line numbers stay those of the file
+    (a ``.md``) or of ``proxypointer convert``'s output (a PDF), a marker is never embedded,
+    shown or cited, and a ``---`` page separator (``llamaparse``) under a text line cannot
+    turn that line into a setext heading.
+
+    Args:
+        lines: The text's lines (``lines[i]`` is line ``i + 1``), line ends removed.
+        pages: Their page map (:func:`page_map`).
+
+    Returns:
+        The lines, marker lines replaced by ``""``.
+
+    Example:
+        >>> blank_markers(["Intro", "---", "More"], page_map(["Intro", "---", "More"], BUILTIN_STYLES["llamaparse"]))
+        ['Intro', '', 'More']
+    """
+    marks = pages.marker_lines
+    return [("" if i in marks else ln) for i, ln in enumerate(lines, 1)]
+
+
+def stored_page_map(line_pages: Sequence[int], lines: Sequence[str]) -> PageMap:
+    """Rebuild the page map of a stored text from its stored pages (markers already blanked).
+
+    A stored source keeps the page of each line (``registry.save_source``) and its marker
+    lines emptied (:func:`blank_markers`), so the blank-line rule of :meth:`PageMap.page_range`
+    leaves them out as it left out the markers; ``marker_lines`` is empty.
+
+    Args:
+        line_pages: Page of each line (``line_pages[i]`` for line ``i + 1``), 0 before the
+            first page.
+        lines: The stored lines.
+
+    Returns:
+        The page map (style ``stored``).
+
+    Raises:
+        ValueError: If the two lengths differ (the page map belongs to another text).
+    """
+    if len(line_pages) != len(lines):
+        raise ValueError(f"{len(line_pages)} line pages for {len(lines)} lines")
+    blank = tuple(not ln.strip() for ln in lines)
+    return PageMap("stored", tuple(line_pages), frozenset(), max(line_pages, default=0), blank)

@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -45,7 +46,9 @@ if TYPE_CHECKING:
     from .config import PDFConfig
 
 __all__ = [
+    "AUTO_HEAP_MB",
     "ConversionBatch",
+    "ConversionCache",
     "ConvertedPDF",
     "FailedPDF",
     "OpenDataLoaderConverter",
@@ -265,6 +268,9 @@ class OpenDataLoaderConverter(PDFConverter):
             tagged PDF (``--use-struct-tree``).
         reading_order: ``xycut`` (its default; multi-column aware) or ``off``.
         java: The ``java`` executable (a name on PATH or a path).
+        java_heap_mb: Largest Java heap of each JVM (``-Xmx``), MiB; 0 leaves the JVM's
+            default (a quarter of the machine's memory, which a JVM converting a 10-K grew to:
+            6.3 GB resident here). Not part of the conversion key: it does not change the output.
 
     Raises:
         ConfigError: If an option is out of range.
@@ -282,17 +288,21 @@ class OpenDataLoaderConverter(PDFConverter):
         use_struct_tree: bool = False,
         reading_order: str = "xycut",
         java: str = "java",
+        java_heap_mb: int = 0,
     ) -> None:
         if table_method not in _TABLE_METHODS:
             raise ConfigError(f"pdf.table_method: expected one of {list(_TABLE_METHODS)}, got {table_method!r}")
         if reading_order not in _READING_ORDERS:
             raise ConfigError(f"pdf.reading_order: expected one of {list(_READING_ORDERS)}, got {reading_order!r}")
+        if java_heap_mb < 0:
+            raise ConfigError(f"pdf.java_heap_mb: expected an int >= 0, got {java_heap_mb}")
         self.table_method = table_method
         self.markdown_with_html = markdown_with_html
         self.include_header_footer = include_header_footer
         self.use_struct_tree = use_struct_tree
         self.reading_order = reading_order
         self.java = java
+        self.java_heap_mb = java_heap_mb
 
     @property
     def version(self) -> str:  # noqa: D102 - documented on the base class
@@ -382,6 +392,7 @@ class OpenDataLoaderConverter(PDFConverter):
     def _command(self, java: str, jar: Path, inputs: list[str], out_dir: Path) -> list[str]:
         cmd = [
             java,
+            *([f"-Xmx{self.java_heap_mb}m"] if self.java_heap_mb else []),
             "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8",
             "-Duser.language=en",
@@ -533,21 +544,33 @@ class OpenDataLoaderConverter(PDFConverter):
         return code, tail[:300], created, current
 
 
-def converter_from_config(config: PDFConfig) -> PDFConverter:
+#: Java heap of each JVM when several convert at once and ``pdf.java_heap_mb`` is 0, MiB.
+#: The two largest financebench-dev filings (NIKE_2023_10K, PEPSICO_2022_10K) converted in one
+#: JVM with ``-Xmx512m`` byte for byte as with the default heap (668 MB resident instead of
+#: 6.3 GB); twice that leaves room for larger files.
+AUTO_HEAP_MB = 1024
+
+
+def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFConverter:
     """Build the converter a ``pdf`` config section names, with its options.
 
     Args:
-        config: The ``pdf`` section (``converter``, ``table_method``, ...; ``workers`` is an
-            argument of :func:`convert_pdfs`, not of the converter).
+        config: The ``pdf`` section (``converter``, ``table_method``, ...).
+        workers: JVMs that will run at once (default ``config.workers``); with more than one
+            and ``pdf.java_heap_mb`` 0, each JVM gets ``-Xmx`` :data:`AUTO_HEAP_MB` MiB
+            instead of the JVM's default of a quarter of the machine's memory each.
 
     Returns:
         An :class:`OpenDataLoaderConverter` (the only converter so far).
     """
+    n = config.workers if workers is None else workers
+    heap = config.java_heap_mb or (AUTO_HEAP_MB if n > 1 else 0)
     return OpenDataLoaderConverter(
         table_method=config.table_method,
         markdown_with_html=config.markdown_with_html,
         include_header_footer=config.include_header_footer,
         use_struct_tree=config.use_struct_tree,
+        java_heap_mb=heap,
     )
 
 
@@ -662,6 +685,89 @@ def _finish(job: _Job, raw: str, converter: PDFConverter) -> ConvertedPDF | Docu
         converter_version=converter.version,
         options=converter.options,
     )
+
+
+class ConversionCache:
+    """Converted markdown kept by conversion key, so that a PDF is converted once per key.
+
+    A store keeps one (``<store>/converted``) so that a change of tree or chunking settings,
+    which re-chunks every document, does not convert its PDFs again; the evaluation harness
+    keeps one beside its stores, shared by every system of a benchmark. Each entry is the
+    converter's markdown as written (page markers included, what ``proxypointer convert``
+    writes), in ``<folder>/<key[:2]>/<key>.<tag>.md``; ``tag`` names what it was used for (the
+    reader passes the first 16 hex digits of the stored text's hash) so :meth:`prune` can drop
+    the entries no stored document uses. Writes are atomic (temporary file + rename); several
+    processes may share a folder.
+
+    Args:
+        folder: The cache folder (created on the first write).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def _entries(self, key: str) -> list[Path]:
+        sub = self.folder / key[:2]
+        try:
+            names = os.listdir(sub)
+        except OSError:
+            return []
+        return sorted(sub / n for n in names if n.startswith(key + ".") and n.endswith(".md"))
+
+    def get(self, key: str) -> str | None:
+        """Return the markdown converted under ``key``, or None if there is none.
+
+        Args:
+            key: A conversion key (:func:`conversion_key`).
+        """
+        for path in self._entries(key):
+            try:
+                return path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:  # a damaged entry is a miss
+                logger.debug("%s: cannot read cached conversion (%s)", path, err)
+        return None
+
+    def put(self, key: str, markdown: str, tag: str) -> None:
+        """Keep the markdown converted under ``key``.
+
+        Args:
+            key: A conversion key.
+            markdown: The converter's markdown, page markers included.
+            tag: What the entry is used for (hex digits; see the class docstring).
+
+        Raises:
+            OSError: If the folder cannot be written.
+        """
+        target = self.folder / key[:2] / f"{key}.{tag}.md"
+        if target.exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".md")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(markdown)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def prune(self, keep_tags: Iterable[str]) -> int:
+        """Delete the entries whose tag is not in ``keep_tags``.
+
+        Args:
+            keep_tags: Tags still in use.
+
+        Returns:
+            Entries deleted.
+        """
+        keep = set(keep_tags)
+        removed = 0
+        for path in self.folder.glob("*/*.md"):
+            parts = path.name.split(".")
+            if len(parts) == 3 and parts[1] not in keep:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
 
 
 def find_pdfs(paths: Iterable[str | Path]) -> list[Path]:

@@ -56,7 +56,9 @@ class Index:
 
     Attributes:
         readers: Suffix table (lower-case suffix with the dot -> reader) used by ``ingest``
-            and ``status``; ``readers.default_readers()`` by default.
+            and ``status``; ``readers.default_readers(config)`` by default: markdown with its
+            page markers, and PDF (extra ``pdf``), which keeps its conversions in
+            ``<store>/converted``.
 
     Example:
         >>> index = Index("./.proxypointer")                  # doctest: +SKIP
@@ -73,7 +75,7 @@ class Index:
         self.config = config or ProxyPointerConfig()
         self.root = Path(store if store is not None else self.config.store.path)
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self.readers: dict[str, Reader] = default_readers()
+        self.readers: dict[str, Reader] = default_readers(self.config, conversion_cache=self.root / "converted")
         self._registry: Registry | None = None
         self._store: ChromaStore | None = None
         self._store_generation = -1
@@ -264,8 +266,9 @@ class Index:
 
         Args:
             paths: Files or folders (searched recursively for the reader table's suffixes,
-                ``*.md`` and ``*.markdown``; see ``proxypointer.discovery`` for doc ids and
-                what is skipped).
+                ``*.md``, ``*.markdown`` and ``*.pdf``; see ``proxypointer.discovery`` for doc
+                ids and what is skipped). PDFs need the ``pdf`` extra: without it, a PDF named
+                directly fails and one found in a folder is a note.
             prune: Also delete documents whose files are gone from the given folders, and drop
                 embedding-cache entries no live chunk uses.
             include_hidden: Also read hidden folders and files (``.git``, ``.obsidian``, any

@@ -4,8 +4,18 @@ The first stage of ingestion after discovery. A :class:`Reader` turns a file's b
 :class:`ReadResult`: the markdown text that is stored, parsed and cited (line ends normalised
 to ``\n``), the *source key* that decides whether the file changed since it was indexed, and
 optionally the page of each line. :class:`MarkdownReader` serves ``*.md`` and ``*.markdown``;
-a converter for another format (``*.pdf``) is one more entry in the suffix table that
-:func:`default_readers` returns.
+:class:`PDFReader` serves ``*.pdf`` (extra ``pdf``) through a PDF converter; both are entries
+of the suffix table that :func:`default_readers` returns.
+
+Pages (issue 14): a PDF's converted markdown and a markdown file that carries page markers
+(``<!-- page 12 -->`` and the other styles of :mod:`proxypointer.pages`) are read with the
+page of every line, and their marker lines are emptied (:func:`~proxypointer.pages.blank_markers`):
+line numbers stay those of the file (or of ``proxypointer convert``'s output), while a marker is
+never parsed as a heading, embedded, shown or cited.
+
+A reader that converts in batches (``read_many``, the PDF reader: several JVMs at once) is
+called once for all the changed files of a run by ``ingest.read_batch``, before they are
+parsed.
 
 Encodings (shared case 33): a byte-order mark decides (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE);
 without one the file must be UTF-8, or failing that plausible Windows-1252 (what Windows
@@ -16,31 +26,49 @@ else is refused with the file, the line and the cure.
 from __future__ import annotations
 
 import codecs
+import hashlib
+import importlib.util
+import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .chunking import document_hash
-from .errors import DocumentError
-from .tree import normalise_text
+from .errors import DocumentError, MissingDependencyError, ProxyPointerError
+from .pages import PageMap, blank_markers, page_map, style_for_config
+from .tree import normalise_text, split_lines
+
+if TYPE_CHECKING:
+    from .config import PagesConfig, PDFConfig, ProxyPointerConfig
+    from .pdf import PDFConverter
 
 __all__ = [
     "MARKDOWN_SUFFIXES",
+    "PAGES_VERSION",
+    "PDF_SUFFIXES",
     "MarkdownReader",
+    "PDFReader",
     "ReadResult",
     "Reader",
     "decode_markdown",
     "default_readers",
     "read_bytes",
     "read_document",
+    "with_pages",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: File suffixes read as markdown (lower case).
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+#: File suffixes read as PDF (lower case).
+PDF_SUFFIXES = (".pdf",)
+#: Version of how page markers become a page map and empty lines; part of the source key of a
+#: markdown file with page markers, so that a store built before pages were read re-reads it.
+PAGES_VERSION = 1
 
 #: Byte-order marks, longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
 _BOMS = (
@@ -87,6 +115,11 @@ class Reader(Protocol):
 
     Implementations must be picklable (a distributed runner sends them to workers) and
     deterministic: the same bytes (and options) give the same :class:`ReadResult`.
+
+    Optional methods a runner looks for: ``missing() -> str | None`` (why this reader cannot
+    run here, e.g. an extra not installed; None when it can) and ``read_many(paths, *,
+    show_progress) -> list[ReadResult | ProxyPointerError]`` (convert many files at once;
+    see :class:`PDFReader`).
 
     Attributes:
         name: Short name, e.g. ``markdown``; shown in messages.
@@ -229,30 +262,250 @@ def read_document(path: str | Path) -> str:
     return decode_markdown(read_bytes(path), path)[0]
 
 
-class MarkdownReader:
-    """``*.md`` and ``*.markdown``: decode (:func:`decode_markdown`), key = SHA-256 of the text.
+def with_pages(text: str, pages: PageMap) -> tuple[str, tuple[int, ...] | None]:
+    r"""Empty the marker lines of a text and give the page of each line.
 
-    The key is the hash of the decoded, normalised text (not of the bytes), so re-saving a
-    file with other line ends or another encoding of the same text changes nothing.
+    Args:
+        text: Normalised markdown (line ends ``\n``).
+        pages: Its page map (:func:`~proxypointer.pages.page_map`).
+
+    Returns:
+        ``(text, line_pages)``: the text with its marker lines emptied (same line count, same
+        other lines) and ``pages.line_pages``; ``(text, None)`` unchanged when it has no pages.
+    """
+    if not pages.has_pages:
+        return text, None
+    lines = blank_markers(split_lines(text), pages)
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else ""), pages.line_pages
+
+
+class MarkdownReader:
+    """``*.md`` and ``*.markdown``: decode (:func:`decode_markdown`), read page markers if any.
+
+    Without page markers the key is the SHA-256 of the decoded, normalised text (not of the
+    bytes), so re-saving a file with other line ends or another encoding of the same text
+    changes nothing. With page markers (``pages.style``, auto-detected by default) the text
+    is read with the page of each line and its marker lines emptied (:func:`with_pages`), and
+    the key also covers the marker style and :data:`PAGES_VERSION`.
+
+    Args:
+        pages: The ``pages`` config section (default: auto-detect the built-in styles).
     """
 
     name = "markdown"
 
+    def __init__(self, pages: PagesConfig | None = None) -> None:
+        from .config import PagesConfig
+
+        self.pages = pages or PagesConfig()
+        self._style = style_for_config(self.pages)
+
+    def _paged(self, text: str) -> PageMap:
+        return page_map(split_lines(text), self._style)
+
+    def _key(self, text: str, pages: PageMap) -> str:
+        if not pages.has_pages:
+            return document_hash(text)
+        style = self._style
+        how = [pages.style, style.pattern.pattern, style.position, style.number_base] if style else [pages.style]
+        payload = json.dumps([document_hash(text), "pages", PAGES_VERSION, how], separators=(",", ":"))
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
     def source_key(self, data: bytes, path: str) -> str:
-        """SHA-256 of the normalised text (``chunking.document_hash``)."""
-        return document_hash(decode_markdown(data, path)[0])
+        """SHA-256 of the normalised text, or with page markers of text + marker style."""
+        text = decode_markdown(data, path)[0]
+        return self._key(text, self._paged(text))
 
     def read(self, data: bytes, path: str) -> ReadResult:
-        """Decode; no page map."""
+        """Decode; with page markers, the page of each line and the marker lines emptied."""
         text, warnings = decode_markdown(data, path)
-        return ReadResult(text, document_hash(text), None, warnings)
+        pages = self._paged(text)
+        stored, line_pages = with_pages(text, pages)
+        return ReadResult(stored, self._key(text, pages), line_pages, warnings)
 
 
-def default_readers() -> dict[str, Reader]:
+#: What to run when the ``pdf`` extra is absent.
+PDF_INSTALL = "pip install 'proxypointer[pdf]' (in a checkout: pip install -c constraints-cpu.txt -e '.[dev,pdf]')"
+
+
+class PDFReader:
+    """``*.pdf``: converted to markdown with the page of every line (extra ``pdf``).
+
+    The converter (:mod:`proxypointer.pdf`; default opendataloader-pdf, needs Java 11+) writes
+    a page marker at every page boundary; the stored text is its markdown with the marker lines
+    emptied (:func:`with_pages`), so line numbers are those of ``proxypointer convert``'s output.
+
+    The source key is the conversion key: SHA-256 of the PDF's bytes + converter name + its
+    version + its options (:func:`proxypointer.pdf.conversion_key`), computed without
+    converting, so an unchanged PDF is neither converted nor embedded again. With a ``cache``
+    folder, each conversion is also kept there by its key (:class:`proxypointer.pdf.ConversionCache`),
+    so a change of tree or chunking settings re-chunks without converting again.
+
+    Args:
+        config: The ``pdf`` config section (converter options, ``workers``, ``java_heap_mb``).
+        cache: Folder of the conversion cache, or None for none.
+        converter: The converter (default: built from ``config``).
+        shared_cache: The cache serves several stores (the evaluation harness's): never pruned
+            by one store's ingest (:meth:`prune_cache`).
+    """
+
+    name = "pdf"
+
+    def __init__(
+        self,
+        config: PDFConfig | None = None,
+        *,
+        cache: str | Path | None = None,
+        converter: PDFConverter | None = None,
+        shared_cache: bool = False,
+    ) -> None:
+        from .config import PDFConfig
+        from .pdf import ConversionCache, converter_from_config
+
+        self.config = config or PDFConfig()
+        self.converter = converter or converter_from_config(self.config)
+        self.cache = ConversionCache(cache) if cache is not None else None
+        self.shared_cache = shared_cache
+
+    def missing(self) -> str | None:
+        """Why PDFs cannot be read here: the extra's packages are absent; None when present.
+
+        Java is checked when files are converted (:meth:`read_many`), not here.
+        """
+        absent = [m for m in ("opendataloader_pdf", "pypdf") if importlib.util.find_spec(m) is None]
+        if not absent:
+            return None
+        return f"PDF input needs the pdf extra ({', '.join(absent)} not installed): {PDF_INSTALL}"
+
+    def source_key(self, data: bytes, path: str) -> str:
+        """Conversion key of these bytes with this converter (no conversion).
+
+        Raises:
+            MissingDependencyError: If the converter is not installed (names the file).
+        """
+        try:
+            return self.converter.key(hashlib.sha256(data).hexdigest())
+        except MissingDependencyError as err:
+            raise MissingDependencyError(f"{path}: not indexed: {err}") from err
+
+    def _result(self, markdown: str, key: str) -> ReadResult:
+        text = normalise_text(markdown)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        stored, line_pages = with_pages(text, page_map(split_lines(text), self.converter.marker_style))
+        return ReadResult(stored, key, line_pages)
+
+    def read(self, data: bytes, path: str) -> ReadResult:
+        """Convert one PDF (one converter run; :meth:`read_many` converts many at once).
+
+        Raises:
+            DocumentError: If it cannot be converted (encrypted, no text layer, corrupt, no
+                pages; the message names the file and what to do).
+            MissingDependencyError: If the extra or Java is missing.
+        """
+        got = self.read_many([path], data=[data])[0]
+        if isinstance(got, ProxyPointerError):
+            raise got
+        return got
+
+    def read_many(
+        self, paths: Sequence[str], *, data: Sequence[bytes] | None = None, show_progress: bool = False
+    ) -> list[ReadResult | ProxyPointerError]:
+        """Convert many PDFs, ``pdf.workers`` converter processes at once; bad files do not stop the rest.
+
+        Files whose conversion is in the cache are not converted.
+
+        Args:
+            paths: PDF files.
+            data: Their bytes when the caller has read them (else they are read here).
+            show_progress: Show the converter's progress bar (pages) on stderr.
+
+        Returns:
+            Per file, in order: what was read, or the error naming the file (DocumentError for
+            a bad file; MissingDependencyError for each file when the extra or Java is missing,
+            then nothing is converted).
+        """
+        from .pdf import convert_pdfs
+
+        out: list[ReadResult | ProxyPointerError | None] = [None] * len(paths)
+        keys: list[str] = [""] * len(paths)
+        todo: list[int] = []
+        for i, path in enumerate(paths):
+            try:
+                raw = read_bytes(path) if data is None else data[i]
+                keys[i] = self.source_key(raw, path)
+            except ProxyPointerError as err:
+                out[i] = err
+                continue
+            cached = self.cache.get(keys[i]) if self.cache is not None else None
+            if cached is not None:
+                out[i] = self._result(cached, keys[i])
+            else:
+                todo.append(i)
+        if todo:
+            try:
+                batch = convert_pdfs(
+                    [paths[i] for i in todo], self.converter, workers=self.config.workers, show_progress=show_progress
+                )
+            except MissingDependencyError as err:
+                for i in todo:
+                    out[i] = MissingDependencyError(f"{paths[i]}: not indexed: {err}")
+                todo = []
+            else:
+                by_path = {str(c.path): c for c in batch.converted}
+                failed = {str(f.path): f.error for f in batch.failed}
+                for i in todo:
+                    p = str(paths[i])
+                    if p in failed:
+                        out[i] = failed[p]
+                        continue
+                    conv = by_path[p]
+                    result = self._result(conv.markdown, conv.key)
+                    if self.cache is not None:
+                        try:
+                            self.cache.put(conv.key, conv.markdown, document_hash(result.text)[:16])
+                        except OSError as err:  # only a cache: the file is read all the same
+                            logger.warning("%s: cannot keep the conversion in %s (%s)", p, self.cache.folder, err)
+                    out[i] = result
+        return [r if r is not None else DocumentError(f"{paths[k]}: not converted") for k, r in enumerate(out)]
+
+    def prune_cache(self, keep_hashes: Sequence[str]) -> int:
+        """Drop cached conversions whose stored text no document uses.
+
+        Args:
+            keep_hashes: ``doc_hash`` of every stored source still in use.
+
+        Returns:
+            Entries deleted (0 without a cache, or with a shared one).
+        """
+        if self.cache is None or self.shared_cache:
+            return 0
+        return self.cache.prune(h[:16] for h in keep_hashes)
+
+
+def default_readers(
+    config: ProxyPointerConfig | None = None,
+    *,
+    conversion_cache: str | Path | None = None,
+    shared_cache: bool = False,
+) -> dict[str, Reader]:
     """Build the suffix table: lower-case suffix (with the dot) -> reader.
 
-    A converter for another format adds its suffixes here (importing its heavy dependencies
-    only inside its ``read``), so discovery finds the files and ingestion reads them.
+    Markdown (``*.md``, ``*.markdown``) with the ``pages`` section; PDF (``*.pdf``) with the
+    ``pdf`` section, listed even when the ``pdf`` extra is absent so that ingest can name the
+    PDFs it cannot read (:meth:`PDFReader.missing`). Readers import their heavy dependencies
+    only when they read.
+
+    Args:
+        config: The configuration (default: the built-in defaults).
+        conversion_cache: Folder where the PDF reader keeps its conversions (None: none).
+        shared_cache: That folder serves several stores: no ingest prunes it.
     """
-    markdown = MarkdownReader()
-    return dict.fromkeys(MARKDOWN_SUFFIXES, markdown)
+    from .config import ProxyPointerConfig
+
+    cfg = config or ProxyPointerConfig()
+    markdown = MarkdownReader(cfg.pages)
+    table: dict[str, Reader] = dict.fromkeys(MARKDOWN_SUFFIXES, markdown)
+    pdf = PDFReader(cfg.pdf, cache=conversion_cache, shared_cache=shared_cache)
+    table.update(dict.fromkeys(PDF_SUFFIXES, pdf))
+    return table

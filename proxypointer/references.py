@@ -47,6 +47,7 @@ from .labels import (
     normalise_label,
     resolve,
 )
+from .pages import PageMap, stored_page_map
 from .tree import DocumentTree, Node, build_tree, split_lines
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ class DocumentReferences:
         lines: ``split_lines`` of the stored text.
         labels: Output of :func:`label_index`.
         references: Output of :func:`detect_references`, in line order.
+        pages: Page map of the stored text, or None when it has no pages.
 
     """
 
@@ -202,10 +204,11 @@ class DocumentReferences:
     lines: list[str]
     labels: LabelIndex
     references: tuple[Reference, ...]
+    pages: PageMap | None = None
 
     @classmethod
     def build(
-        cls, text: str, doc_id: str, tree_config: TreeConfig | None = None
+        cls, text: str, doc_id: str, tree_config: TreeConfig | None = None, line_pages: Sequence[int] | None = None
     ) -> DocumentReferences:
         """Build everything from normalised text (milliseconds for a 500 kB document).
 
@@ -213,15 +216,17 @@ class DocumentReferences:
             text: The stored (normalised) text of one document version.
             doc_id: Its document id.
             tree_config: The tree options the index was built with (node ids depend on them).
+            line_pages: Its stored page of each line (``registry.load_pages``), or None.
 
         Returns:
             The document's references.
 
         """
         lines = split_lines(text)
-        tree = build_tree(text, doc_id, tree_config, lines=lines)
+        tree = build_tree(text, doc_id, tree_config, lines=lines, paged=line_pages is not None)
         labels = label_index(tree, lines)
-        return cls(tree, lines, labels, tuple(detect_references(tree, lines, labels)))
+        pages = stored_page_map(line_pages, lines) if line_pages is not None and len(line_pages) == len(lines) else None
+        return cls(tree, lines, labels, tuple(detect_references(tree, lines, labels)), pages)
 
     def targets(
         self,
@@ -317,7 +322,9 @@ class ReferenceFollower:
             if refs is not None:
                 self._refs.move_to_end(rec.doc_hash)
                 return refs
-        refs = DocumentReferences.build(index.registry.load_source(rec.doc_hash), doc_id, index.config.tree)
+        refs = DocumentReferences.build(
+            index.registry.load_source(rec.doc_hash), doc_id, index.config.tree, index.registry.load_pages(rec.doc_hash)
+        )
         with self._lock:
             self._refs[rec.doc_hash] = refs
             while len(self._refs) > 32:
@@ -445,8 +452,8 @@ class ReferenceFollower:
         used = sum(b.tokens for b in blocks)
         items = [(b.section, b.start_line, b.end_line) for b in blocks]
         added = self._follow(items, used, budget_tokens, max_references, per_section)
-        extra = [[ContextBlock(s, s.text_start_line, s.text_end_line, s.text, n, s.outline) for s, n in group]
-                 for group in added]
+        extra = [[ContextBlock(s, s.text_start_line, s.text_end_line, s.text, n, s.page_start, s.page_end, s.outline)
+                  for s, n in group] for group in added]
         if interleave:
             return [x for b, more in zip(blocks, extra, strict=True) for x in (b, *more)]
         return [*blocks, *(x for more in extra for x in more)]
@@ -520,4 +527,5 @@ class ReferenceFollower:
             reached_via=via,
             delivery=delivery,
             tokenizer=self.retriever.index.embedder.tokenizer,
+            pages=refs.pages,
         )

@@ -23,6 +23,7 @@ from .datauri import replace_data_uris
 from .delivery import Delivery, OutlineEntry, cut_to_tokens, plan_delivery
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
+from .pages import PageMap, stored_page_map
 from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
 from .tree import slice_lines, split_lines
@@ -30,7 +31,7 @@ from .tree import slice_lines, split_lines
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["Retriever", "Scope", "Section", "build_section", "check_query"]
+__all__ = ["Retriever", "Scope", "Section", "build_section", "check_query", "format_citation"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,10 @@ class Section:
             routing sends to the document whose title it names, the query without that title.
             For a section added by :mod:`proxypointer.references`, the citing section's.
         chunk_text: Text of that chunk (``""`` for a section added by references).
-        citation: ``<doc_id><suffix>#L<start>-L<end>`` of the delivered lines
-            (``text_start_line..text_end_line``), e.g. ``handbook.md#L120-L188``;
+        citation: Where the delivered lines (``text_start_line..text_end_line``) are
+            (:func:`format_citation`): ``handbook.md#L120-L188``; with pages,
+            ``AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)`` for a PDF and
+            ``report.md#L1203-L1240 (pp. 45-46)`` for markdown with page markers;
             :attr:`node_citation` cites the whole section.
         source: Path of the file the section was indexed from.
         kind: ``heading``, ``preamble`` or ``window``.
@@ -82,6 +85,11 @@ class Section:
         text_end_line: Last delivered line, 1-based inclusive.
         outline: The section's children, one entry each (title, lines, citation), when
             ``delivery`` is not ``subtree``: where a reader can follow. Not part of ``text``.
+        page_start: First PDF page of the delivered lines' content, 1-based in the file's page
+            order (not the printed folio); 0 when the document has no pages (markdown without
+            page markers). From ``PageMap.pages(text_start_line, text_end_line)``: page-marker
+            and blank lines do not count.
+        page_end: Last PDF page of the delivered lines' content, 1-based inclusive; 0 without pages.
     """
 
     doc_id: str
@@ -106,10 +114,12 @@ class Section:
     text_start_line: int = 0
     text_end_line: int = 0
     outline: tuple[OutlineEntry, ...] = ()
+    page_start: int = 0
+    page_end: int = 0
 
     @property
     def node_citation(self) -> str:
-        """``<doc_id><suffix>#L<start>-L<end>`` of the whole section (``start_line..end_line``)."""
+        """``<doc_id><suffix>#L<start>-L<end>`` of the whole section (``start_line..end_line``, no pages)."""
         return f"{self.citation.split('#', 1)[0]}#L{self.start_line}-L{self.end_line}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +128,41 @@ class Section:
         d["breadcrumb"] = list(self.breadcrumb)
         d["outline"] = [e.to_dict() for e in self.outline]
         return d
+
+
+def format_citation(
+    doc_id: str, source: str, start_line: int, end_line: int, page_start: int = 0, page_end: int = 0
+) -> str:
+    """Format where a line range is: file, pages when it has them, lines.
+
+    Args:
+        doc_id: Document id.
+        source: Path of the file it was indexed from (its suffix goes in the citation; ``.md``
+            when it has none).
+        start_line: First line, 1-based inclusive (of the stored text: for a PDF, of
+            ``proxypointer convert``'s output).
+        end_line: Last line, 1-based inclusive.
+        page_start: First PDF page, 1-based; 0: no pages.
+        page_end: Last PDF page, 1-based inclusive.
+
+    Returns:
+        ``handbook.md#L120-L188`` without pages; for a PDF
+        ``AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)`` (``#page=N`` is the standard PDF
+        open parameter, RFC 8118: a link opens the viewer at that page; ``p. 45`` for one page);
+        for markdown with page markers ``report.md#L1203-L1240 (pp. 45-46)``.
+
+    Example:
+        >>> format_citation("AMD_2022_10K", "/d/AMD_2022_10K.pdf", 1203, 1240, 45, 46)
+        'AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)'
+    """
+    suffix = Path(source).suffix or ".md"
+    lines = f"L{start_line}-L{end_line}"
+    if page_start <= 0:
+        return f"{doc_id}{suffix}#{lines}"
+    pages = f"p. {page_start}" if page_end <= page_start else f"pp. {page_start}-{page_end}"
+    if suffix.lower() == ".pdf":
+        return f"{doc_id}{suffix}#page={page_start} ({pages}; {lines})"
+    return f"{doc_id}{suffix}#{lines} ({pages})"
 
 
 def build_section(
@@ -141,6 +186,7 @@ def build_section(
     reached_via: str = "",
     delivery: Delivery | None = None,
     tokenizer: Any = None,
+    pages: PageMap | None = None,
 ) -> Section:
     """Make a :class:`Section`: every Section is built here (from a chunk hit or a tree node).
 
@@ -166,6 +212,8 @@ def build_section(
         delivery: What to deliver (:func:`~proxypointer.delivery.plan_delivery`); None: the
             whole section.
         tokenizer: Counts word pieces; needed only when ``delivery.max_tokens`` is set.
+        pages: Page map of the stored source (``Retriever.source_pages``), or None when the
+            document has no pages; gives ``page_start``/``page_end`` and the citation's pages.
 
     Returns:
         The section, its ``text`` sliced from ``lines``.
@@ -177,7 +225,9 @@ def build_section(
     text = slice_lines(lines if isinstance(lines, list) else list(lines), d.start_line, d.end_line)
     if d.max_tokens > 0 and tokenizer is not None:
         text = cut_to_tokens(text, d.max_tokens, tokenizer)
-    base = f"{doc_id}{Path(source).suffix or '.md'}"
+    page_start, page_end = (0, 0)
+    if pages is not None and d.end_line <= len(pages.line_pages):
+        page_start, page_end = pages.pages(d.start_line, d.end_line)
     return Section(
         doc_id=doc_id,
         node_id=node_id,
@@ -188,7 +238,7 @@ def build_section(
         text=text,
         score=float(score),
         chunk_text=chunk_text,
-        citation=f"{base}#L{d.start_line}-L{d.end_line}",
+        citation=format_citation(doc_id, source, d.start_line, d.end_line, page_start, page_end),
         source=source,
         kind=kind,
         level=level,
@@ -201,6 +251,8 @@ def build_section(
         text_start_line=d.start_line,
         text_end_line=d.end_line,
         outline=d.outline,
+        page_start=page_start,
+        page_end=page_end,
     )
 
 
@@ -266,6 +318,7 @@ class Retriever:
         self._lines: OrderedDict[str, list[str]] = OrderedDict()  # doc_hash -> stored lines; 64 kept
         self._tokens: OrderedDict[str, list[int]] = OrderedDict()  # doc_hash -> tokens per line; 256 kept
         self._reader: OrderedDict[str, list[int]] = OrderedDict()  # the same, data-URI payloads as placeholders
+        self._pages: OrderedDict[str, PageMap | None] = OrderedDict()  # doc_hash -> page map; 64 kept
 
     # -- scope --------------------------------------------------------------------------------
     def require_store(self) -> None:
@@ -552,6 +605,7 @@ class Retriever:
             reached_via=reached_via,
             delivery=delivery,
             tokenizer=self.index.embedder.tokenizer,
+            pages=self.source_pages(m["doc_hash"]),
         )
 
     def deliver(
@@ -667,6 +721,31 @@ class Retriever:
             while len(self._lines) > 64:
                 self._lines.popitem(last=False)
         return lines
+
+    def source_pages(self, doc_hash: str) -> PageMap | None:
+        """Page map of a stored source, or None when it has no pages (small LRU, like the lines).
+
+        Raises:
+            StaleSourceError: If the stored copy is missing.
+        """
+        with self._lock:
+            if doc_hash in self._pages:
+                self._pages.move_to_end(doc_hash)
+                return self._pages[doc_hash]
+        stored = self.index.registry.load_pages(doc_hash)
+        pages = None
+        if stored is not None:
+            lines = self.source_lines(doc_hash)
+            try:
+                pages = stored_page_map(stored, lines)
+            except ValueError:
+                logger.warning("stored page map of %s does not fit its text; pages left out (run `proxypointer check`)",
+                               doc_hash[:12])
+        with self._lock:
+            self._pages[doc_hash] = pages
+            while len(self._pages) > 64:
+                self._pages.popitem(last=False)
+        return pages
 
     # -- nested sections ----------------------------------------------------------------------
     def _merge_nested(self, found: list[_Candidate]) -> list[_Candidate]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .chunking import TokenCountCache
+from .discovery import SourceFile
 from .errors import EmptyDocumentError, ProxyPointerError, StoreError
 from .ingest import (
     IngestReport,
@@ -31,21 +32,30 @@ from .ingest import (
     finish_sync,
     parse_file,
     plan_changed,
+    prepare_document,
+    read_batch,
+    reads_in_batches,
+    set_aside,
     start_sync,
     write_documents,
 )
 from .maintenance import repair_one
+from .readers import Reader
 
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["EMBED_GROUP_BATCHES", "run_ingest"]
+__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "run_ingest"]
 
 logger = logging.getLogger(__name__)
 
 #: Forward passes (of ``embedding.batch_size`` texts) per encode call and cache transaction:
 #: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (STACK.md), the most an interruption loses.
 EMBED_GROUP_BATCHES = 8
+
+#: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
+#: (a 10-K's markdown is ~0.4 MB), and each call starts ``pdf.workers`` JVMs (~1 s each).
+BATCH_READ_FILES = 64
 
 
 class _Run:
@@ -60,7 +70,9 @@ class _Run:
         self.batch_chunks = batch_chunks
         self.group_size = index.config.embedding.batch_size * EMBED_GROUP_BATCHES
         self.report = IngestReport(
-            stage_seconds=dict.fromkeys(("read", "tree", "chunking", "embedding", "store", "registry"), 0.0)
+            stage_seconds=dict.fromkeys(
+                ("read", "convert", "tree", "chunking", "embedding", "store", "registry"), 0.0
+            )
         )
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
@@ -153,7 +165,9 @@ def run_ingest(
     Files are planned one at a time and each changed one parsed at once from the bytes just
     read; chunks are gathered across documents until ``batch_chunks``, then embedded, written
     and committed together. The progress bar counts chunks (its total grows as documents are
-    chunked) and shows documents done.
+    chunked) and shows documents done. Files of a batch reader (PDF) come first: the changed
+    ones are converted together (``ingest.read_batch``: ``pdf.workers`` JVMs, a progress bar by
+    pages), then parsed; PDFs the reader cannot read here are set aside (``ingest.set_aside``).
 
     Args:
         index: The index (registry, store, embedder, config, readers).
@@ -171,37 +185,89 @@ def run_ingest(
     registry = index.registry
     found = start_sync(index, paths, include_hidden=include_hidden)
     readers = index.readers
+    files, aside_failed, aside_notes = set_aside(found.files, readers)
     run = _Run(index, show_progress, batch_chunks)
     report, st = run.report, run.report.stage_seconds
     report.failed.extend(found.failed)
-    report.documents = len(found.files) + sum(1 for p, _ in found.failed if os.path.isfile(p))
+    report.failed.extend(aside_failed)
+    report.notes.extend(aside_notes)
+    for _path, note in aside_notes:
+        logger.info("%s", note)
+    report.documents = len(found.files) - len(aside_notes) + sum(1 for p, _ in found.failed if os.path.isfile(p))
     key = index.pipeline_key
     tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
     cfg = index.config
+
+    def plan(file: SourceFile, reader: Reader) -> tuple[Pending, bytes] | None:
+        """Plan one file; None when it is unchanged or failed (recorded in the report)."""
+        planned = plan_changed(file, reader, registry, key, report)
+        if planned is None:
+            run.doc_done()
+        return planned
+
+    def prepare(file: SourceFile, make: Callable[[], PreparedDocument], pending: Pending) -> None:
+        """Parse and chunk one changed file and add it to the group being gathered."""
+        try:
+            doc = make()
+        except EmptyDocumentError as err:
+            note = empty_note(registry, file, err)
+            report.notes.append((file.path, note))
+            logger.info("%s", note)
+            run.doc_done()
+            return
+        except StoreError:
+            raise
+        except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
+            run.fail(file.path, str(err))
+            run.doc_done()
+            return
+        report.notes.extend((file.path, w) for w in doc.warnings)
+        run.add(pending, doc)
+
     try:
-        for file in found.files:
+        # Readers that convert in batches (PDF): every changed file of the run converted together
+        # (in groups of BATCH_READ_FILES), before it is parsed.
+        batched = [f for f in files if reads_in_batches(readers[f.suffix])]
+        for start in range(0, len(batched), BATCH_READ_FILES):
+            todo: list[Pending] = []
+            for file in batched[start : start + BATCH_READ_FILES]:
+                planned = plan(file, readers[file.suffix])
+                if planned is not None:
+                    todo.append(planned[0])
+            by_reader: dict[int, list[Pending]] = {}
+            for pending in todo:
+                by_reader.setdefault(id(readers[pending.file.suffix]), []).append(pending)
+            for group in by_reader.values():
+                reader = readers[group[0].file.suffix]
+                results = read_batch(group, reader, show_progress=show_progress, stage_seconds=st)
+                for pending, result in zip(group, results, strict=True):
+                    if isinstance(result, ProxyPointerError):
+                        run.fail(pending.file.path, str(result))
+                        run.doc_done()
+                        continue
+                    prepare(
+                        pending.file,
+                        lambda r=result, p=pending: prepare_document(
+                            r, p.file.doc_id, key, cfg.tree, cfg.chunking, tokenizer, path=p.file.path,
+                            stage_seconds=st,
+                        ),
+                        pending,
+                    )
+        for file in files:
             reader = readers[file.suffix]
-            planned = plan_changed(file, reader, registry, key, report)
-            if planned is None:  # unchanged or failed (recorded in the report)
-                run.doc_done()
+            if reads_in_batches(reader):
                 continue
-            plan, data = planned
-            try:
-                doc = parse_file(plan, reader, key, cfg.tree, cfg.chunking, tokenizer, data=data, stage_seconds=st)
-            except EmptyDocumentError as err:
-                note = empty_note(registry, file, err)
-                report.notes.append((file.path, note))
-                logger.info("%s", note)
-                run.doc_done()
+            planned = plan(file, reader)
+            if planned is None:
                 continue
-            except StoreError:
-                raise
-            except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
-                run.fail(file.path, str(err))
-                run.doc_done()
-                continue
-            report.notes.extend((file.path, w) for w in doc.warnings)
-            run.add(plan, doc)
+            pending, data = planned
+            prepare(
+                file,
+                lambda p=pending, d=data, r=reader: parse_file(
+                    p, r, key, cfg.tree, cfg.chunking, tokenizer, data=d, stage_seconds=st
+                ),
+                pending,
+            )
         run.flush()
     finally:
         run.bar.close()

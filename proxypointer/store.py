@@ -96,6 +96,8 @@ def chunk_metadata(chunk: Chunk, source_path: str) -> dict[str, str | int | floa
 
     Every value is a ``str``, ``int`` or ``bool`` (never ``None``, a list or a numpy scalar):
     the breadcrumb is stored twice, joined for display and as JSON for a lossless round trip.
+    ``page_start``/``page_end`` are the section's 1-based PDF pages and ``chunk_page_start``/
+    ``chunk_page_end`` the chunk's (0 for a document without pages; ``chunking.add_pages``).
     """
     return {
         "doc_id": chunk.doc_id,
@@ -118,6 +120,10 @@ def chunk_metadata(chunk: Chunk, source_path: str) -> dict[str, str | int | floa
         "content_hash": chunk.content_hash,
         "n_tokens": int(chunk.n_tokens),
         "empty_body": bool(chunk.empty_body),
+        "page_start": int(chunk.page_start),
+        "page_end": int(chunk.page_end),
+        "chunk_page_start": int(chunk.chunk_page_start),
+        "chunk_page_end": int(chunk.chunk_page_end),
     }
 
 

@@ -206,7 +206,7 @@ class DocumentTree:
 
 
 def explain_headings(
-    text: str, config: TreeConfig | None = None, *, lines: list[str] | None = None
+    text: str, config: TreeConfig | None = None, *, lines: list[str] | None = None, paged: bool = False
 ) -> tuple[list[Heading], int, HeadingReport]:
     """Find the section headings of normalised markdown text and say what the modes did.
 
@@ -220,6 +220,9 @@ def explain_headings(
         text: Output of :func:`normalise_text`.
         config: Heading modes; None for the defaults (:class:`TreeConfig`).
         lines: ``split_lines(text)`` when the caller already has it.
+        paged: The text came with page markers that its reader emptied (a PDF, or
+            page-marked markdown as stored): it counts as converter output for
+            ``tree.converter_output: auto``.
 
     Returns:
         ``(headings, front_matter_end, report)``: headings in line order, the last line of
@@ -234,7 +237,7 @@ def explain_headings(
     tokens = parse_blocks(text)
     headings, front_matter_end = top_level_headings(tokens)
     lines = split_lines(text) if lines is None else lines
-    headings, report = apply_converter_modes(lines, tokens, headings, config, front_matter_end)
+    headings, report = apply_converter_modes(lines, tokens, headings, config, front_matter_end, paged=paged)
     return headings, front_matter_end, report
 
 
@@ -272,6 +275,7 @@ def build_tree(
     config: TreeConfig | None = None,
     *,
     lines: list[str] | None = None,
+    paged: bool = False,
 ) -> DocumentTree:
     r"""Build the skeleton tree of one document.
 
@@ -280,6 +284,9 @@ def build_tree(
         doc_id: Document id; its last ``/`` segment is the stem used as fallback title.
         config: Tree options (converter-output modes).
         lines: ``split_lines(text)`` when the caller already has it.
+        paged: The text came with page markers that its reader emptied (a PDF, or
+            page-marked markdown as stored): it counts as converter output for
+            ``tree.converter_output: auto``.
 
     Returns:
         The tree. A document without headings has no heading nodes (and no preamble): the
@@ -293,7 +300,7 @@ def build_tree(
     """
     lines = split_lines(text) if lines is None else lines
     n_lines = len(lines)
-    headings, fm_end, report = explain_headings(text, config, lines=lines)
+    headings, fm_end, report = explain_headings(text, config, lines=lines, paged=paged)
     stem = doc_id.rsplit("/", 1)[-1] or doc_id
 
     nodes: list[Node] = []

@@ -100,7 +100,7 @@ def collect(args: argparse.Namespace) -> int:
                     from proxypointer.evalrun import build_tree_cached
 
                     for doc_id, text in bench.texts.items():
-                        tree = build_tree_cached(text, doc_id, spec.config)
+                        tree = build_tree_cached(text, doc_id, spec.config, paged=doc_id in bench.pages)
                         for node in tree.walk():
                             rec.texts.append(breadcrumb_text(tree.title_path(node.node_id)))
                 index.close()

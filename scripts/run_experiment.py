@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         data["benchmark"] = str(bench_path)
         settings = settings_from_dict(data, str(path))
         specs = system_specs(settings.systems, pipeline, variants)
-        bench = load_benchmark(bench_path, settings.limit_docs or None)
+        bench = load_benchmark(bench_path, settings.limit_docs or None, config=pipeline,
+                               conversion_cache=Path(settings.cache) / "converted", show_progress=not args.quiet)
         embedder = None
         if args.int8:
             from proxypointer.embedding import SentenceTransformerEmbedder

@@ -57,3 +57,46 @@ class HashingEmbedder:
     @property
     def embedded_texts(self) -> list[str]:
         return [t for call in self.calls for t in call]
+
+
+class FakePDFConverter:
+    """A PDF converter without Java: returns the markdown a test gave for each file name.
+
+    Subclasses ``proxypointer.pdf.PDFConverter`` (built on first use, so that importing this
+    module stays light); the PDFs themselves must be real (pypdf counts their pages first).
+    ``calls`` lists the file names of each ``convert_group`` call: a spy on conversions.
+    """
+
+    def __new__(cls, outputs: dict[str, str], version: str = "1.0"):
+        from proxypointer.pages import BUILTIN_STYLES
+        from proxypointer.pdf import PDFConverter
+
+        class _Fake(PDFConverter):
+            name = "fake-converter"
+            marker_style = BUILTIN_STYLES["opendataloader"]
+
+            def __init__(self) -> None:
+                self.outputs = dict(outputs)
+                self._version = version
+                self.calls: list[list[str]] = []
+
+            @property
+            def version(self) -> str:
+                return self._version
+
+            @property
+            def options(self) -> tuple[tuple[str, str], ...]:
+                return (("format", "markdown"),)
+
+            def check_available(self) -> None:
+                return None
+
+            def convert_group(self, paths, done):
+                self.calls.append([p.name for p in paths])
+                out = []
+                for i, p in enumerate(paths):
+                    out.append(self.outputs[p.name])
+                    done(i)
+                return out
+
+        return _Fake()

@@ -75,6 +75,7 @@ def section_to_document(section: Section) -> Document:
             "breadcrumb": list(section.breadcrumb),
             "lines": [section.start_line, section.end_line],
             "text_lines": [section.text_start_line, section.text_end_line],
+            "pages": [section.page_start, section.page_end],
             "citation": section.citation,
             "delivery": section.delivery,
             "outline": [e.to_dict() for e in section.outline],

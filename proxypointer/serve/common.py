@@ -44,8 +44,9 @@ from ..config import ProxyPointerConfig
 from ..discovery import discover
 from ..embedding import Embedder, SentenceTransformerEmbedder
 from ..errors import StaleSourceError
+from ..pages import PageMap, stored_page_map
 from ..registry import DocumentRecord
-from ..retrieval import Retriever
+from ..retrieval import Retriever, format_citation
 from ..tree import slice_lines, split_lines
 from .concurrency import CHROMA_LOCK, Gate, ServedIndex, SharedEmbedder
 from .errors import BadRequest, Forbidden, NotFound, WriteBusy, int_arg, text_arg
@@ -84,13 +85,18 @@ class _Snapshot:
     record: DocumentRecord
     nodes: list[dict[str, Any]]
     lines: list[str]
+    pages: PageMap | None = None
 
-    @property
-    def suffix(self) -> str:
-        return Path(self.record.source_path).suffix or ".md"
+    def page_range(self, start_line: int, end_line: int) -> tuple[int, int]:
+        """1-based PDF pages of the content of a line range; (0, 0) without pages."""
+        if self.pages is None or end_line > len(self.pages.line_pages):
+            return 0, 0
+        return self.pages.pages(start_line, end_line)
 
     def citation(self, start_line: int, end_line: int) -> str:
-        return f"{self.record.doc_id}{self.suffix}#L{start_line}-L{end_line}"
+        return format_citation(
+            self.record.doc_id, self.record.source_path, start_line, end_line, *self.page_range(start_line, end_line)
+        )
 
 
 class Service:
@@ -263,9 +269,13 @@ class Service:
                 lines = self._lines(reader, rec.doc_hash)
             except StaleSourceError:
                 continue  # replaced and pruned meanwhile: read the new version
+            stored_pages = reg.load_pages(rec.doc_hash)
             again = reg.get(doc_id)
             if again is not None and _version_key(again) == _version_key(rec):
-                return _Snapshot(rec, parse_tree(tree), lines)
+                pages = None
+                if stored_pages is not None and len(stored_pages) == len(lines):
+                    pages = stored_page_map(stored_pages, lines)
+                return _Snapshot(rec, parse_tree(tree), lines, pages)
         raise StaleSourceError(f"doc_id {doc_id!r}: the document kept changing during the request; try again")
 
     # -- read API -------------------------------------------------------------------------
@@ -390,8 +400,9 @@ class Service:
             ``{"doc_id", "title", "source", "line_count", "indexed_at", "nodes": [...]}``;
             nodes in document order, each with ``node_id``, ``title``, ``level`` (heading
             level; 0 for the preamble), ``depth`` (1 for a top-level node), ``start_line``,
-            ``end_line`` (1-based inclusive, the whole subtree), ``parent_id`` (``""`` at the
-            top), ``kind`` and ``citation``.
+            ``end_line`` (1-based inclusive, the whole subtree), ``page_start``, ``page_end``
+            (1-based PDF pages; 0 when the document has no pages), ``parent_id`` (``""`` at
+            the top), ``kind`` and ``citation``.
 
         Raises:
             BadRequest: On a bad doc_id or depth.
@@ -411,6 +422,8 @@ class Service:
                 "depth": node_depths[n["node_id"]],
                 "start_line": n["start_line"],
                 "end_line": n["end_line"],
+                "page_start": snap.page_range(n["start_line"], n["end_line"])[0],
+                "page_end": snap.page_range(n["start_line"], n["end_line"])[1],
                 "parent_id": n["parent_id"],
                 "kind": n["kind"],
                 "citation": snap.citation(n["start_line"], n["end_line"]),
@@ -452,9 +465,10 @@ class Service:
 
         Returns:
             ``{"doc_id", "node_id", "title", "breadcrumb", "kind", "level",
-            "section_start_line", "section_end_line", "start_line", "end_line", "citation",
-            "text", "tokens", "truncated", "next_start_line"}``: ``text`` is exactly the stored
-            lines ``start_line..end_line`` joined with ``\n`` and ``citation`` names those lines;
+            "section_start_line", "section_end_line", "start_line", "end_line", "page_start",
+            "page_end", "citation", "text", "tokens", "truncated", "next_start_line"}``: ``text``
+            is exactly the stored lines ``start_line..end_line`` joined with ``\n`` and
+            ``citation`` names those lines (and their pages: ``page_*`` are 0 without pages);
             ``section_*`` give the node (or document) range; ``next_start_line`` is the first
             line left out, None when the range was delivered whole.
 
@@ -510,6 +524,8 @@ class Service:
             "section_end_line": hi,
             "start_line": first,
             "end_line": end,
+            "page_start": snap.page_range(first, end)[0],
+            "page_end": snap.page_range(first, end)[1],
             "citation": snap.citation(first, end),
             "text": slice_lines(snap.lines, first, end),
             "tokens": n_tok,

@@ -118,4 +118,4 @@ def test_converter_rules_on_converter_like_documents(text):
         assert h.line in paragraphs and is_title_line(lines[h.line - 1]), h
         assert not lines[h.line - 1].startswith(("- ", "> ", "```"))
     assert not any(is_row_or_furniture(h.title) for h in headings)
-    assert all(h.level == (numbering_depth(h.title) or 1) for h in headings)
+    assert all(h.level == (numbering_depth(h.title) or 2) for h in headings)

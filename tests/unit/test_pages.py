@@ -8,10 +8,12 @@ from proxypointer.config import PAGE_STYLES, PagesConfig, config_from_dict
 from proxypointer.errors import ConfigError
 from proxypointer.pages import (
     BUILTIN_STYLES,
+    blank_markers,
     custom_style,
     detect_style,
     page_map,
     page_map_for_config,
+    stored_page_map,
 )
 
 
@@ -232,3 +234,33 @@ def test_explicit_style_is_trusted_even_in_code_blocks():
     text = "```\n<!-- page 1 -->\n```\nx\n"
     assert not page_map(lines(text)).has_pages
     assert page_map(lines(text), BUILTIN_STYLES["opendataloader"]).page_of(4) == 1
+
+
+def test_blanked_markers_keep_line_numbers_and_a_stored_map_gives_the_same_pages():
+    lines = ["<!-- page 1 -->", "", "# A", "text a", "", "<!-- page 2 -->", "", "more a", "<!-- page 3 -->", "# B", "b"]
+    pm = page_map(lines)
+    blanked = blank_markers(lines, pm)
+    assert len(blanked) == len(lines) and [blanked[i - 1] for i in sorted(pm.marker_lines)] == ["", "", ""]
+    assert [a for a, b in zip(lines, blanked, strict=True) if a != b] == [lines[i - 1] for i in sorted(pm.marker_lines)]
+    stored = stored_page_map(pm.line_pages, blanked)
+    assert stored.has_pages and not stored.marker_lines
+    for a in range(1, len(lines) + 1):
+        for b in range(a, len(lines) + 1):
+            if any(blanked[a - 1 : b]):  # a range with content (every section and window has some)
+                assert stored.page_range(a, b) == pm.page_range(a, b), (a, b)
+    assert stored.pages(3, 8) == (1, 2) and stored.pages(10, 11) == (3, 3)
+    no_pages = stored_page_map([0, 0], ["# T", "x"])
+    assert not no_pages.has_pages and no_pages.pages(1, 2) == (0, 0)
+    with pytest.raises(ValueError, match="3 line pages for 2 lines"):
+        stored_page_map([1, 1, 1], ["a", "b"])
+
+
+def test_llamaparse_separator_under_a_line_is_no_setext_heading_once_blanked():
+    from proxypointer.tree import build_tree
+
+    lines = ["# Intro", "", "first page text", "---", "second page text", "---", "# Next", "third"]
+    pm = page_map(lines, BUILTIN_STYLES["llamaparse"])
+    assert [n.title for n in build_tree("\n".join(lines) + "\n", "d").nodes] != ["Intro", "Next"]  # the trap
+    tree = build_tree("\n".join(blank_markers(lines, pm)) + "\n", "d")
+    assert [n.title for n in tree.nodes] == ["Intro", "Next"]
+    assert pm.pages(1, 5) == (1, 2) and pm.pages(7, 8) == (3, 3)

@@ -318,3 +318,34 @@ def test_jvm_log_is_read_a_crash_is_retried_and_partial_output_refused(tmp_path,
     batch = convert_pdfs(files, conv, workers=2)
     assert [c.path.name for c in batch.converted] == ["a.pdf", "b.pdf"]
     assert [f.path.name for f in batch.failed] == ["crash.pdf", "locked.pdf"]
+
+
+def test_java_heap_is_capped_when_several_jvms_run(tmp_path):
+    from proxypointer.config import PDFConfig
+    from proxypointer.pdf import AUTO_HEAP_MB, converter_from_config
+
+    def xmx(conv):
+        return [a for a in conv._command("java", tmp_path / "x.jar", ["in.pdf"], tmp_path) if a.startswith("-Xmx")]
+
+    assert xmx(converter_from_config(PDFConfig())) == []  # one JVM: the JVM's own default
+    assert xmx(converter_from_config(PDFConfig(workers=3))) == [f"-Xmx{AUTO_HEAP_MB}m"]
+    assert xmx(converter_from_config(PDFConfig(), workers=2)) == [f"-Xmx{AUTO_HEAP_MB}m"]
+    assert xmx(converter_from_config(PDFConfig(java_heap_mb=700))) == ["-Xmx700m"]
+    # the heap does not change the output, so it is not part of the conversion key
+    assert converter_from_config(PDFConfig(java_heap_mb=700)).options == converter_from_config(PDFConfig()).options
+    with pytest.raises(ConfigError, match="pdf.java_heap_mb"):
+        PDFConfig(java_heap_mb=-1)
+
+
+def test_conversion_cache_round_trip_and_prune(tmp_path):
+    from proxypointer.pdf import ConversionCache
+
+    cache = ConversionCache(tmp_path / "conv")
+    key = "ab" + "0" * 62
+    assert cache.get(key) is None
+    cache.put(key, "<!-- page 1 -->\n\n# T\n", "feedface00000000")
+    cache.put("cd" + "1" * 62, "other\n", "0123456789abcdef")
+    assert cache.get(key) == "<!-- page 1 -->\n\n# T\n"
+    assert cache.prune(["feedface00000000"]) == 1
+    assert cache.get(key) is not None and cache.get("cd" + "1" * 62) is None
+    assert not list((tmp_path / "conv").glob("*/.tmp-*"))

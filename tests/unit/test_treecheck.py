@@ -199,11 +199,11 @@ def test_cli_check_says_what_the_converter_rules_did(tmp_path, capsys):
     doc.write_text(CONVERTED_PAGE, encoding="utf-8")
     assert main(["tree", "--check", str(doc)]) == 0
     note, ok = capsys.readouterr().out.splitlines()
-    assert note.startswith(f"{doc}: note[converter-rules]: converter rules ran (page markers (opendataloader)): ")
+    assert note.startswith(f"{doc}: note[converter-rules]: converter rules ran (page markers (read and emptied)): ")
     assert "1 heading(s) dropped as table rows or page furniture" in note
     assert "1 title line(s) made headings (first: line 4, 'CONSOLIDATED BALANCE SHEETS')" in note
     assert note.endswith("to keep the headings as written: --converter-output off (tree.converter_output: off)")
-    assert ok == f"{doc}: ok (4 nodes)"  # preamble (the marker line), Item 8, the statement, Note 14
+    assert ok == f"{doc}: ok (3 nodes)"  # Item 8, the statement, Note 14 (the emptied marker is no preamble)
 
 
 def test_cli_converter_output_off_keeps_the_headings_as_written(tmp_path, capsys):
