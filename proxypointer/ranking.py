@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ConfigError, MissingDependencyError
+from .errors import ConfigError, MissingDependencyError, StaleSourceError, StoreError
 from .filters import doc_filter, filter_doc_ids, matches_where
 from .labels import LabelLookup, mentions_label
 from .lexical import STOPWORDS, lexical_terms
@@ -387,7 +387,10 @@ class Ranker:
         ids = self.index.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
         if ids is None:
             return None
-        found, stored = self.index.store.vectors(ids)
+        got = self._vectors(ids)
+        if got is None:  # not readable now: Chroma's own filtered search instead
+            return None
+        found, stored = got
         if not found:
             return []
         scores = (stored @ np.asarray(vectors, dtype=np.float32).T).max(axis=1)
@@ -398,15 +401,39 @@ class Ranker:
         """Cosine similarity of stored chunk vectors to the query (best over its windows).
 
         Used for chunks a lexical search found that no dense search returned. Ids missing from
-        Chroma are left out.
+        Chroma are left out, and all of them when Chroma cannot read them now (:meth:`_vectors`).
+
+        Raises:
+            StaleSourceError: If some were deleted by a writer during the query.
         """
         if not chunk_ids:
             return {}
-        found, stored = self.index.store.vectors(list(chunk_ids))
+        found, stored = self._vectors(list(chunk_ids)) or ([], None)
         if not found:
             return {}
         scores = (stored @ np.asarray(vectors, dtype=np.float32).T).max(axis=1)
         return {cid: float(s) for cid, s in zip(found, scores, strict=True)}
+
+    def _vectors(self, chunk_ids: list[str]) -> tuple[list[str], np.ndarray] | None:
+        """Read stored vectors by id (:meth:`~proxypointer.store.ChromaStore.vectors`), or None.
+
+        Chroma fails a whole read by id when another process writes meanwhile: a replaced
+        version's chunks deleted, or new chunks that the metadata knows and this process's
+        loaded vector index does not yet ("Error finding id"). The first is a document changed
+        during the query; for the second the read is given up (None) and the caller ranks
+        without it: these reads only refine a ranking the dense search already made.
+
+        Raises:
+            StaleSourceError: If the read failed and some ids are of a version no longer live
+                (:meth:`~proxypointer.retrieval.Retriever.retrieve` then searches again).
+        """
+        try:
+            return self.index.store.vectors(chunk_ids)
+        except StoreError as err:
+            if len(self.live(_id_hit(cid, 0.0) for cid in chunk_ids)) < len(chunk_ids):
+                raise StaleSourceError("a chunk's vector was deleted by a writer during the query") from err
+            logger.info("reading %d chunk vectors failed (%s); ranking without them", len(chunk_ids), err)
+            return None
 
     # -- lexical ----------------------------------------------------------------------------
     def lexical(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:

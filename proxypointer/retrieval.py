@@ -35,6 +35,12 @@ __all__ = ["Retriever", "Scope", "Section", "build_section", "check_query", "for
 
 logger = logging.getLogger(__name__)
 
+#: Searches one ``retrieve`` makes when writers keep replacing the documents its hits are in
+#: (each failed search saw a version flipped during it). One retry was not enough under a
+#: continuous ingest with 20 concurrent HTTP clients and the fused ranking, whose queries read
+#: more (tests/integration/test_serve_http.py); the serve layer's reads try 5 times.
+QUERY_ATTEMPTS = 4
+
 
 @dataclass(frozen=True, slots=True)
 class Section:
@@ -449,13 +455,15 @@ class Retriever:
         scope = self.scope(where, doc_ids, source_prefix)
         if scope.empty:
             return []
-        try:
-            return self._retrieve(query, k, scope)
-        except StaleSourceError:
-            # A writer replaced a document (and pruned its old stored source) between the
-            # live-version check of a hit and its slicing: the second search sees the new one.
-            logger.info("a document changed during the query; searching again")
-            return self._retrieve(query, k, scope)
+        for _ in range(QUERY_ATTEMPTS - 1):
+            try:
+                return self._retrieve(query, k, scope)
+            except StaleSourceError:
+                # A writer replaced a document (and pruned its old chunks or stored source)
+                # between the live-version check of a hit and its reading: the next search
+                # sees the new version.
+                logger.info("a document changed during the query; searching again")
+        return self._retrieve(query, k, scope)
 
     def _retrieve(self, query: str, k: int, scope: Scope) -> list[Section]:
         route = self.ranker.route(query, scope.where)

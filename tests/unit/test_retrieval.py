@@ -611,3 +611,41 @@ def _fields(cfg):
     from dataclasses import asdict
 
     return asdict(cfg)
+
+
+def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, monkeypatch):
+    # Chroma fails a whole read by id when a writer deletes some of those ids meanwhile ("Error
+    # finding id"): that is a document changed during the query, not a broken store.
+    from proxypointer.errors import StaleSourceError, StoreError
+    from proxypointer.ranking import Ranker
+
+    doc = tmp_path / "docs" / "guide.md"
+    doc.parent.mkdir()
+    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the crumb tray.\n")
+    idx = make_index()
+    assert idx.ingest([doc.parent], show_progress=False).indexed == 1
+    old = sorted(idx.registry.chunk_ids("guide"))
+    real = idx.store.vectors
+    calls = []
+
+    def racing(ids):
+        calls.append(list(ids))
+        if len(calls) == 1:  # a writer replaces the document while this read runs
+            doc.write_text(doc.read_text().replace("vinegar", "citric acid"))
+            assert idx.ingest([doc.parent], show_progress=False).indexed == 1
+            raise StoreError("chroma: cannot read vectors (InternalError: Error finding id)")
+        return real(ids)
+
+    monkeypatch.setattr(idx.store, "vectors", racing)
+    (s,) = Retriever(idx).retrieve("descale the kettle", k=1, doc_ids=["guide"])  # exact search reads vectors
+    assert len(calls) >= 2 and "citric acid" in s.text and s.chunk_id not in old
+    # live chunks this process cannot read now (another process's new chunks): ranked without
+    # those reads, the dense search (Chroma's own, for the doc filter) still answers
+    ranker = Ranker(idx)
+    monkeypatch.setattr(idx.store, "vectors", lambda ids: (_ for _ in ()).throw(StoreError("Error finding id")))
+    live = sorted(idx.registry.chunk_ids("guide"))
+    assert ranker.cosines(live, ranker.query_vectors("kettle")) == {}
+    with pytest.raises(StaleSourceError):
+        ranker.cosines(old, ranker.query_vectors("kettle"))
+    (s,) = Retriever(idx).retrieve("descale the kettle", k=1, doc_ids=["guide"])
+    assert s.title == "Kettle" and "citric acid" in s.text
