@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.config import ChunkingConfig, ProxyPointerConfig, RetrievalConfig
 from proxypointer.errors import StoreError
 from proxypointer.retrieval import Retriever
 
@@ -29,7 +29,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DRIVER = HERE / "lifecycle_driver.py"
 BIN = Path(sys.executable).parent
-CFG = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
+# Sections scored by their best chunk: "topic C0" names C's one paragraph, and the default `sum`
+# of 2 lets B's three "topic ..." paragraphs pass it with the hashing embedder (the store and
+# its lifecycle are under test here, not section scoring).
+CFG = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0),
+                         retrieval=RetrievalConfig(section_scoring="max"))
 
 PARA = "Paragraph {i} of section {s} talks about topic {s}{i} with enough words to stand alone here."
 
