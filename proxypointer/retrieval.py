@@ -31,7 +31,7 @@ from .tree import slice_lines, split_lines
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["Retriever", "Scope", "Section", "build_section", "check_query", "format_citation"]
+__all__ = ["QUERY_ATTEMPTS", "Retriever", "Scope", "Section", "build_section", "check_query", "format_citation"]
 
 logger = logging.getLogger(__name__)
 
