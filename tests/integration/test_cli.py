@@ -111,8 +111,10 @@ def test_tree_json(tmp_path):
     tree = json.loads(p.stdout)
     assert tree["doc_id"] == "employee-handbook" and tree["line_count"] > 100
     first = tree["nodes"][0]
-    assert set(first) == {"node_id", "title", "level", "start_line", "end_line", "body_end_line", "parent_id", "kind"}
+    assert set(first) == {"node_id", "title", "level", "start_line", "end_line", "body_end_line", "parent_id", "kind",
+                          "page_start", "page_end"}
     assert first["kind"] == "preamble"
+    assert (first["page_start"], first["page_end"], tree["page_count"]) == (0, 0, 0)  # markdown without pages
 
 
 def test_usage_error_exit_code(tmp_path):

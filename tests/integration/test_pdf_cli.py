@@ -92,8 +92,9 @@ def test_unchanged_pdf_converts_and_embeds_nothing(ingested):
 def test_tree_of_a_pdf_shows_pages(ingested):
     out = run("tree", "docs/report.pdf", cwd=ingested).stdout.splitlines()
     assert out[0] == "docs/report.pdf (20 lines, 3 pages)"
-    assert any(ln.startswith("# Risk Factors  L") and ln.endswith("pp. 1-2") for ln in out)
-    assert any(ln.startswith("# Financial Statements  L") and ln.endswith("p. 3") for ln in out)
+    # a converted PDF gets the converter rules: unnumbered headings at level 2
+    assert any(ln.startswith("## Risk Factors  L") and ln.endswith("pp. 1-2") for ln in out)
+    assert any(ln.startswith("## Financial Statements  L") and ln.endswith("p. 3") for ln in out)
     nodes = json.loads(run("tree", "--json", "docs/report.pdf", cwd=ingested).stdout)["nodes"]
     assert {(n["title"], n["page_start"], n["page_end"]) for n in nodes} >= {("Risk Factors", 1, 2)}
 
