@@ -335,15 +335,21 @@ class Index:
             doc_ids: Ids as shown by ``status``.
 
         Returns:
-            The ids that were removed (unknown ids are skipped with a warning).
+            The ids that were removed (unknown ids are skipped with a warning). Cached PDF
+            conversions (``<store>/converted``) no document uses any more are removed too.
 
         Raises:
             StoreNotFoundError: If the store does not exist.
             LockError: If another process holds the write lock.
 
         """
+        from .ingest import prune_conversions
+
         with self.write_lock():
-            return delete_documents(self.registry, self.store, doc_ids)
+            removed = delete_documents(self.registry, self.store, doc_ids)
+            if removed:  # a PDF's cached conversion goes with the last document that uses it
+                prune_conversions(self.readers, self.registry)
+            return removed
 
     def status(self) -> dict[str, Any]:
         """Report counts, model, store, and sources that changed on disk since they were indexed.

@@ -292,7 +292,8 @@ class Service:
         Args:
             query: Question or keywords, 1..``serve.max_query_chars`` characters.
             k: Sections wanted, 1..``serve.max_k`` (default ``retrieval.k``).
-            doc_ids: Only search these documents (each must be in the index).
+            doc_ids: Only search these documents (each must be in the index); an empty list
+                selects nothing (as `Retriever.retrieve`), never every document.
             prefix: Only search documents whose doc_id starts with this.
             max_tokens: Budget for all returned texts together, in word pieces of the
                 embedding model's tokenizer (no special tokens), 1..``serve.max_tokens``
@@ -325,7 +326,7 @@ class Service:
                 raise BadRequest("doc_ids: expected a list of doc_id strings")
             if len(doc_ids) > MAX_DOC_IDS:
                 raise BadRequest(f"doc_ids: at most {MAX_DOC_IDS} ids, got {len(doc_ids)}")
-            ids = [text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids] or None
+            ids = [text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids]  # [] selects nothing
         if prefix is not None:
             prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
         with self._reader() as reader:

@@ -13,6 +13,7 @@ vectors within 1e-5 and the same query results.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -197,6 +198,13 @@ def snapshot(index: Index) -> dict:
             "chunks": {d: index.registry.chunk_ids(d) for d in docs}, "lexical": index.registry.lexical_rows()}
 
 
+def dense_view(index: Index) -> Index:
+    """The same store, queried with the dense ranking alone (section score: best chunk)."""
+    dense = dataclasses.replace(index.config.retrieval, hybrid=False, section_scoring="max", title_weight=0.0,
+                                title_routing_docs=0, label_lookup=False)
+    return Index(index.root, dataclasses.replace(index.config, retrieval=dense), index.embedder)
+
+
 def assert_same(a: Index, b: Index, tolerance: float) -> float:
     """Same documents, chunk ids, metadata, texts, registry and query results; vectors within
     ``tolerance``. Returns the largest vector difference."""
@@ -206,31 +214,40 @@ def assert_same(a: Index, b: Index, tolerance: float) -> float:
     assert sa["texts"] == sb["texts"] and sa["chunks"] == sb["chunks"] and sa["lexical"] == sb["lexical"]
     worst = max((float(np.abs(sa["vectors"][i] - sb["vectors"][i]).max()) for i in sa["vectors"]), default=0.0)
     assert worst <= tolerance
+    # Search results of the dense ranking: with equal stored data, the fused default ranking can
+    # still differ at ties (BM25 and hashed-word ties are ordered by row ids, which follow the
+    # order of the writes); its inputs (texts, vectors, lexical rows) are compared above.
+    da, db = dense_view(a), dense_view(b)
     for q in QUESTIONS:
-        ra, rb = Retriever(a).retrieve(q, k=5), Retriever(b).retrieve(q, k=5)
-        assert same_ranking(ra, rb), (q, [(s.doc_id, s.node_id, s.score) for s in ra],
-                                      [(s.doc_id, s.node_id, s.score) for s in rb])
+        ra, rb = Retriever(da).retrieve(q, k=5), Retriever(db).retrieve(q, k=5)
+        assert same_ranking(ra, rb), (q, [(s.doc_id, s.node_id, s.score, s.rank_score) for s in ra],
+                                      [(s.doc_id, s.node_id, s.score, s.rank_score) for s in rb])
     return worst
 
 
 def same_ranking(ra: list, rb: list, tolerance: float = 1e-5) -> bool:
-    """Same sections with the same scores (within ``tolerance``), best first.
+    """Same sections with the same scores (within ``tolerance``), in the same rank order.
 
-    Sections whose scores tie (within ``tolerance``) may come in either order: Chroma returns
-    equal distances in the order of its HNSW graph, which depends on the order of the writes
-    (the fake embedder, a bag of hashed words, gives such ties; the real model practically
-    none). For the same reason a tie at the k-th place may be cut differently, so the last run
-    of tied scores is compared by score only.
+    Sections are ordered by ``rank_score`` (the fused score of the default pipeline); sections
+    whose rank scores tie (within ``tolerance``) may come in either order: Chroma returns equal
+    distances in the order of its HNSW graph, which depends on the order of the writes, and
+    reciprocal rank fusion gives equal scores to sections at equal ranks of different rankings.
+    For the same reason a tie at the k-th place may be cut differently, so the last run of tied
+    rank scores is compared by rank score only.
     """
-    if len(ra) != len(rb) or not np.allclose([s.score for s in ra], [s.score for s in rb], rtol=0, atol=tolerance):
+    if len(ra) != len(rb):
         return False
-    key = [(s.doc_id, s.node_id, s.start_line, s.end_line) for s in ra], \
-        [(s.doc_id, s.node_id, s.start_line, s.end_line) for s in rb]
+    if not np.allclose([s.rank_score for s in ra], [s.rank_score for s in rb], rtol=0, atol=tolerance):
+        return False
+
+    def run_key(run: list) -> list:
+        return sorted(((s.doc_id, s.node_id, s.start_line, s.end_line), round(s.score / tolerance)) for s in run)
+
     start = 0
-    for i in range(1, len(ra) + 1):  # runs of tied scores: [start, i)
-        if i < len(ra) and abs(ra[i].score - ra[i - 1].score) <= tolerance:
+    for i in range(1, len(ra) + 1):  # runs of tied rank scores: [start, i)
+        if i < len(ra) and abs(ra[i].rank_score - ra[i - 1].rank_score) <= tolerance:
             continue
-        if i < len(ra) and set(key[0][start:i]) != set(key[1][start:i]):
+        if i < len(ra) and run_key(ra[start:i]) != run_key(rb[start:i]):
             return False
         start = i
     return True

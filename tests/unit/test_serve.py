@@ -222,6 +222,12 @@ def test_search_filters_by_doc_ids_and_prefix(service):
     assert got and {s["doc_id"] for s in got} == {"telemetry-gateway-spec"}
 
 
+@pytest.mark.parametrize("empty", [[], ()])
+def test_search_with_an_empty_doc_id_list_selects_nothing(service, empty):
+    # an allow-list with no document is access control, not "no filter" (shared case 32)
+    assert service.search("safety", k=5, doc_ids=empty)["sections"] == []
+
+
 def test_errors_map_to_http_statuses():
     assert status_of(LockError("x")) == 409
     assert status_of(StaleSourceError("x")) == 503
