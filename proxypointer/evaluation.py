@@ -319,7 +319,7 @@ def _read_as_stored(bench: Benchmark, config: ProxyPointerConfig | None) -> None
         bench.texts[doc_id] = read.text
         new = bench.line_offsets(doc_id)
         lines = split_lines(read.text)
-        bench.titles[doc_id] = build_tree(read.text, doc_id).title
+        bench.titles[doc_id] = build_tree(read.text, doc_id, paged=read.pages is not None).title
         if read.pages is not None:
             bench.pages[doc_id] = read.pages
 
@@ -430,7 +430,7 @@ def load_page_benchmark(
     if no_pages:
         raise ConfigError(f"{root}: {', '.join(no_pages[:3])} has no page markers; page gold needs pages")
     for doc_id in keep:
-        bench.titles[doc_id] = build_tree(bench.texts[doc_id], doc_id).title
+        bench.titles[doc_id] = build_tree(bench.texts[doc_id], doc_id, paged=True).title  # markers emptied
     starts = {d: bench.line_offsets(d) for d in keep}
     lines = {d: split_lines(bench.texts[d]) for d in keep}
     for n, qid, doc_id, question, pages in rows:
