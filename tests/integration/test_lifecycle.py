@@ -7,6 +7,7 @@ timeouts are generous and only guard against hangs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -232,14 +234,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def chroma_server(tmp_path):
+@contextlib.contextmanager
+def run_chroma(folder: Path) -> Iterator[int]:
+    """Run ``chroma run`` on a free loopback port with its data in ``folder``; yield the port.
+
+    The server is stopped by its pid afterwards (SIGTERM, then SIGKILL), also when the test fails.
+    """
     exe = BIN / "chroma"
     if not exe.exists():
         pytest.skip("chroma CLI not installed")
     port = free_port()
-    log = (tmp_path / "chroma.log").open("w")
-    proc = subprocess.Popen([str(exe), "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1",
+    folder.mkdir(parents=True, exist_ok=True)
+    log = (folder / "chroma.log").open("w")
+    proc = subprocess.Popen([str(exe), "run", "--path", str(folder / "data"), "--host", "127.0.0.1",
                              "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env())
     try:
         import chromadb
@@ -251,7 +258,7 @@ def chroma_server(tmp_path):
                 break
             except Exception:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}")
+                    pytest.fail(f"chroma run did not start: {(folder / 'chroma.log').read_text()[-2000:]}")
                 time.sleep(0.3)
         yield port
     finally:
@@ -262,6 +269,12 @@ def chroma_server(tmp_path):
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    with run_chroma(tmp_path / "chroma") as port:
+        yield port
 
 
 def test_http_mode_against_a_chroma_server(chroma_server, tmp_path, make_index):

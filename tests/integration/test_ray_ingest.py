@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ pytest.importorskip("ray")
 
 from fakes import HashingEmbedder  # noqa: E402
 from ray_driver import KillOnce, config  # noqa: E402
-from test_lifecycle import doc, env, visible  # noqa: E402 - the lifecycle tests' corpus and helpers
+from test_lifecycle import doc, env, run_chroma, visible  # noqa: E402 - the lifecycle tests' corpus and helpers
 
 from proxypointer.distributed import ray_ingest  # noqa: E402
 from proxypointer.pipeline import Index  # noqa: E402
@@ -120,37 +119,8 @@ def _stop(procs: set[tuple[int, str]], wait_s: float = 30.0) -> None:
 @pytest.fixture(scope="module")
 def chroma_port(tmp_path_factory):
     """A ``chroma run`` server on a free loopback port, stopped by its pid afterwards."""
-    exe = BIN / "chroma"
-    if not exe.exists():
-        pytest.skip("chroma CLI not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    folder = tmp_path_factory.mktemp("chroma")
-    log = (folder / "chroma.log").open("w")
-    proc = subprocess.Popen([str(exe), "run", "--path", str(folder / "data"), "--host", "127.0.0.1", "--port",
-                             str(port)], stdout=log, stderr=subprocess.STDOUT, env=env())
-    try:
-        import chromadb
-
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
-                break
-            except Exception:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"chroma run did not start: {(folder / 'chroma.log').read_text()[-2000:]}")
-                time.sleep(0.3)
+    with run_chroma(tmp_path_factory.mktemp("chroma")) as port:
         yield port
-    finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        log.close()
 
 
 #: HNSW candidate list of the compared collections: more than any of them holds, so that a
