@@ -300,6 +300,38 @@ def check_query(query: str) -> str:
     return query
 
 
+
+_MISSING: Any = object()
+
+
+class _LRU:
+    """A bounded, thread-safe least-recently-used map (the Retriever's per-version caches).
+
+    Values are computed outside the lock; two threads missing the same key both compute it and
+    the second ``put`` wins, which is harmless for these immutable per-version values.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        """Return the value (marked most recent), or ``_MISSING``."""
+        with self._lock:
+            if key not in self._items:
+                return _MISSING
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: str, value: Any) -> None:
+        """Store a value, dropping the least recently used beyond ``size``."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
 class Retriever:
     """Query an :class:`~proxypointer.pipeline.Index` and get whole sections back.
 
@@ -320,11 +352,10 @@ class Retriever:
         self.index = index
         self.config = index.config.retrieval
         self.ranker = ranker or Ranker(index)
-        self._lock = threading.Lock()
-        self._lines: OrderedDict[str, list[str]] = OrderedDict()  # doc_hash -> stored lines; 64 kept
-        self._tokens: OrderedDict[str, list[int]] = OrderedDict()  # doc_hash -> tokens per line; 256 kept
-        self._reader: OrderedDict[str, list[int]] = OrderedDict()  # the same, data-URI payloads as placeholders
-        self._pages: OrderedDict[str, PageMap | None] = OrderedDict()  # doc_hash -> page map; 64 kept
+        self._lines = _LRU(64)  # doc_hash -> stored lines
+        self._tokens = _LRU(256)  # doc_hash -> word pieces per line
+        self._reader = _LRU(256)  # the same, data-URI payloads counted as their placeholders
+        self._pages = _LRU(64)  # doc_hash -> page map, or None
 
     # -- scope --------------------------------------------------------------------------------
     def require_store(self) -> None:
@@ -676,20 +707,15 @@ class Retriever:
         measures sections with these counts.
         """
         counts = self.line_tokens(doc_hash)
-        with self._lock:
-            got = self._reader.get(doc_hash)
-            if got is not None:
-                self._reader.move_to_end(doc_hash)
-                return got
+        got = self._reader.get(doc_hash)
+        if got is not _MISSING:
+            return got
         lines = self.source_lines(doc_hash)
         tok = self.index.embedder.tokenizer
         got = counts
         if any("base64," in x for x in lines):
             got = [tok.count(replace_data_uris(x)) if "base64," in x else n for x, n in zip(lines, counts, strict=True)]
-        with self._lock:
-            self._reader[doc_hash] = got
-            while len(self._reader) > 256:
-                self._reader.popitem(last=False)
+        self._reader.put(doc_hash, got)
         return got
 
     def line_tokens(self, doc_hash: str) -> list[int]:
@@ -698,18 +724,13 @@ class Retriever:
         Raises:
             StaleSourceError: If the stored copy is missing.
         """
-        with self._lock:
-            counts = self._tokens.get(doc_hash)
-            if counts is not None:
-                self._tokens.move_to_end(doc_hash)
-                return counts
+        counts = self._tokens.get(doc_hash)
+        if counts is not _MISSING:
+            return counts
         lines = self.source_lines(doc_hash)
         tok = self.index.embedder.tokenizer
         counts = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
-        with self._lock:
-            self._tokens[doc_hash] = counts
-            while len(self._tokens) > 256:
-                self._tokens.popitem(last=False)
+        self._tokens.put(doc_hash, counts)
         return counts
 
     def source_lines(self, doc_hash: str) -> list[str]:
@@ -718,16 +739,11 @@ class Retriever:
         Raises:
             StaleSourceError: If the stored copy is missing.
         """
-        with self._lock:
-            lines = self._lines.get(doc_hash)
-            if lines is not None:
-                self._lines.move_to_end(doc_hash)
-                return lines
+        lines = self._lines.get(doc_hash)
+        if lines is not _MISSING:
+            return lines
         lines = split_lines(self.index.registry.load_source(doc_hash))
-        with self._lock:
-            self._lines[doc_hash] = lines
-            while len(self._lines) > 64:
-                self._lines.popitem(last=False)
+        self._lines.put(doc_hash, lines)
         return lines
 
     def source_pages(self, doc_hash: str) -> PageMap | None:
@@ -736,10 +752,9 @@ class Retriever:
         Raises:
             StaleSourceError: If the stored copy is missing.
         """
-        with self._lock:
-            if doc_hash in self._pages:
-                self._pages.move_to_end(doc_hash)
-                return self._pages[doc_hash]
+        pages = self._pages.get(doc_hash)
+        if pages is not _MISSING:
+            return pages
         stored = self.index.registry.load_pages(doc_hash)
         pages = None
         if stored is not None:
@@ -749,10 +764,7 @@ class Retriever:
             except ValueError:
                 logger.warning("stored page map of %s does not fit its text; pages left out (run `proxypointer check`)",
                                doc_hash[:12])
-        with self._lock:
-            self._pages[doc_hash] = pages
-            while len(self._pages) > 64:
-                self._pages.popitem(last=False)
+        self._pages.put(doc_hash, pages)
         return pages
 
     # -- nested sections ----------------------------------------------------------------------
