@@ -547,29 +547,38 @@ class Registry:
         Raises:
             StoreError: If SQLite fails.
         """
-        terms = list(dict.fromkeys(t for t in terms if t.strip()))
-        if not terms or n < 1 or (doc_ids is not None and not doc_ids):
+        match = self._fts_match(terms, n, doc_ids)
+        if match is None:
             return []
-        self._ensure_lexical()
-        terms = self._rare_terms(terms, LEXICAL_MAX_ROWS if doc_ids is None else LEXICAL_MAX_ROWS_FILTERED)
-        if not terms:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         sql = (
             "SELECT r.chunk_id, -bm25(chunks_fts) FROM chunks_fts JOIN lexical_rows r ON r.id = chunks_fts.rowid"
             " WHERE chunks_fts MATCH ?"
         )
-        args: list[Any] = [match]
-        if doc_ids is not None:
-            ids = list(dict.fromkeys(doc_ids))
-            sql += f" AND r.doc_id IN ({','.join('?' * len(ids))})"
-            args.extend(ids)
+        sql, args = _with_doc_filter(sql, [match], doc_ids)
         sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
         args.append(n)
         try:
             return [(cid, float(score)) for cid, score in self._db.execute(sql, args)]
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: lexical search failed ({err})") from err
+
+    def _fts_match(
+        self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None, index: str = "chunks"
+    ) -> str | None:
+        """FTS5 MATCH expression of a search (any quoted term), or None when it can match nothing.
+
+        Blank and repeated terms are dropped, then the commonest (:meth:`_rare_terms`, index
+        ``chunks`` or ``titles``); an empty ``doc_ids`` list or ``n < 1`` matches nothing.
+        """
+        terms = list(dict.fromkeys(t for t in terms if t.strip()))
+        if not terms or n < 1 or (doc_ids is not None and not doc_ids):
+            return None
+        self._ensure_lexical()
+        limit = LEXICAL_MAX_ROWS if doc_ids is None else LEXICAL_MAX_ROWS_FILTERED
+        terms = self._rare_terms(terms, limit, index)
+        if not terms:
+            return None
+        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
     def title_search(
         self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None = None
@@ -594,25 +603,16 @@ class Registry:
         Raises:
             StoreError: If SQLite fails.
         """
-        terms = list(dict.fromkeys(t for t in terms if t.strip()))
-        if not terms or n < 1 or (doc_ids is not None and not doc_ids):
+        match = self._fts_match(terms, n, doc_ids, "titles")
+        if match is None:
             return []
-        self._ensure_lexical()
-        terms = self._rare_terms(terms, LEXICAL_MAX_ROWS if doc_ids is None else LEXICAL_MAX_ROWS_FILTERED, "titles")
-        if not terms:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         sql = (
             "SELECT r.doc_id, r.version, r.node_id, -bm25(titles_fts) FROM titles_fts"
             " JOIN title_rows r ON r.id = titles_fts.rowid"
             " JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
             " WHERE titles_fts MATCH ?"
         )
-        args: list[Any] = [match]
-        if doc_ids is not None:
-            ids = list(dict.fromkeys(doc_ids))
-            sql += f" AND r.doc_id IN ({','.join('?' * len(ids))})"
-            args.extend(ids)
+        sql, args = _with_doc_filter(sql, [match], doc_ids)
         sql += " ORDER BY bm25(titles_fts), r.id LIMIT ?"
         args.append(n)
         try:
@@ -1119,3 +1119,11 @@ def tree_to_json(tree) -> str:  # noqa: ANN001 - DocumentTree, kept loose to avo
           n.kind, n.md_level] for n in tree.nodes],
         ensure_ascii=False,
     )
+
+
+def _with_doc_filter(sql: str, args: list[Any], doc_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """Add ``AND r.doc_id IN (...)`` for ``doc_ids`` (None: no filter) to a search query."""
+    if doc_ids is None:
+        return sql, args
+    ids = list(dict.fromkeys(doc_ids))
+    return sql + f" AND r.doc_id IN ({','.join('?' * len(ids))})", [*args, *ids]
