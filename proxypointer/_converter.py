@@ -69,6 +69,7 @@ from .titles import (
     is_title_line,
     numbered_line_depth,
     numbering_depth,
+    statement_kind,
 )
 
 if TYPE_CHECKING:
@@ -391,11 +392,23 @@ def _nested_level(found: list[Heading], extra: list[Heading]) -> list[Heading]:
     return merged
 
 
-def flatten_levels(headings: list[Heading]) -> tuple[list[Heading], int]:
+def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> tuple[list[Heading], int]:
     """Give every heading the depth of its numbering, 2 when it has none (module docstring).
+
+    A financial statement's title (:func:`proxypointer.titles.statement_kind`) keeps the
+    pieces of its table that a converter wrote as headings (``Verizon Communications Inc. and
+    Subsidiaries``, ``YEAR ENDED MAY 31,``, ``Assets Current assets``, ``Liabilities and
+    Equity``) as its children, one level below it, so that the statement is one section and
+    its rows carry its name in their breadcrumbs: an unnumbered heading after the title nests
+    under it while its own text is empty or table-like (at least
+    :data:`STATEMENT_MIN_FIGURE_SHARE` of its words are figures). The
+    statement ends at the first heading that is numbered, labelled (part, item, note, the
+    notes heading), another statement's title, or followed by prose.
 
     Args:
         headings: Headings in line order.
+        lines: ``split_lines`` of the text (line ``i`` is ``lines[i - 1]``), to read the text
+            under a heading; without it no heading nests under a statement's title.
 
     Returns:
         ``(headings, title_line)``: the re-levelled headings, and the line of the first
@@ -409,11 +422,42 @@ def flatten_levels(headings: list[Heading]) -> tuple[list[Heading], int]:
         top = min(h.level for h in headings)
         if headings[0].level == top and sum(1 for h in headings if h.level == top) == 1:
             title_line = headings[0].line
-    out = [
-        Heading(h.line, h.last_line, min(numbering_depth(h.title), 6) or 2, h.title, h.md_level, h.source)
-        for h in headings
-    ]
+    out: list[Heading] = []
+    statement = 0  # level of the open financial statement's title, 0 when none is open
+    for i, h in enumerate(headings):
+        depth = min(numbering_depth(h.title), 6)
+        label = filing_label(h.title)
+        kind = statement_kind(h.title)
+        if statement and (depth or kind or (label and label[0] != "statements") or _NOTES_TO.search(h.title)):
+            statement = 0
+        if statement and lines is not None:
+            end = headings[i + 1].line - 1 if i + 1 < len(headings) else len(lines)
+            if not _table_like(lines, h.last_line + 1, end):
+                statement = 0
+        level = depth or (statement + 1 if statement else 2)
+        if kind and not depth and lines is not None:
+            statement = level
+        out.append(Heading(h.line, h.last_line, level, h.title, h.md_level, h.source))
     return out, title_line
+
+
+#: Least share of figures among the words of a heading's own text for it to count as a piece of
+#: a statement's table (:func:`flatten_levels`). Measured on the headings that follow the
+#: statement titles of the 29 filings of bench/financebench-dev-md: the pieces of statements
+#: ("Assets", "YEAR ENDED MAY 31,", "Attributable to CVS Health Number of shares") 0.19-0.60;
+#: the prose after the last statement ("Basis of Presentation", "Use of Estimates", an
+#: auditor's report) 0.00-0.09.
+STATEMENT_MIN_FIGURE_SHARE = 0.15
+_FIGURE = re.compile(r"(?<![\w.])\(?[-–]?\$?\d[\d,]*(?:\.\d+)?%?\)?(?![\w.])|(?<!\S)[—–-](?!\S)")
+_NOTES_TO = re.compile(r"\bnotes\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}financial\s+statements\b", re.IGNORECASE)
+
+
+def _table_like(lines: list[str], a: int, b: int) -> bool:
+    """Tell whether lines a..b (1-based inclusive) are empty or rows of figures."""
+    body = [x for x in lines[a - 1 : b] if x.strip() and not _COMMENT_LINE.match(x)]
+    words = sum(len(x.split()) for x in body)
+    figures = sum(len(_FIGURE.findall(x)) for x in body)
+    return figures >= STATEMENT_MIN_FIGURE_SHARE * words
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,7 +592,7 @@ def apply_converter_modes(
         found = _nested_level(found, [h for h in bold if h.line not in taken and keep(h)])
     title_line = 0
     if "flatten_levels" in rules:
-        found, title_line = flatten_levels(found)
+        found, title_line = flatten_levels(found, lines)
     relevelled = sum(1 for h in found if h.md_level and h.level != h.md_level)
     report = HeadingReport(reason, rules, tuple(dropped), tuple(h for h in found if h.source == "title"),
                            relevelled, title_line)

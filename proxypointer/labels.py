@@ -7,7 +7,11 @@ A label is a kind and a number (``("table", "A2.1.1")``), defined by
 2. caption lines in the body text (``Table 5.3: Revenue by segment``), which resolve to the
    section that contains them;
 3. headings numbered without a kind word (``2.4 Results``, ``14. Debt``, ``G. Tables``), for
-   structural kinds only (section, chapter, note, ...), never for tables or figures.
+   structural kinds only (section, chapter, note, ...), never for tables or figures;
+4. financial statements' titles (``Consolidated Balance Sheets``, ``NIKE, Inc. Consolidated
+   Statements of Income``), which a question names by their common names ("the balance
+   sheet", "the income statement", "P&L", "statement of financial position"):
+   :func:`statements_in_query`.
 
 :func:`label_index` collects them from a tree and its lines; :func:`resolve` finds the nodes a
 label points to; :func:`find_label_in_query` finds the nodes a question names ("what does Note
@@ -31,7 +35,7 @@ from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
 from .titles import ROMAN_OR_LETTER as _ROMAN_OR_LETTER
 from .titles import arabic_to_roman as _arabic_to_roman
-from .titles import normalise_label
+from .titles import normalise_label, statement_kind
 from .titles import plain_title as _plain
 from .titles import roman_to_arabic as _roman_to_arabic
 from .titles import title_words as _norm_title
@@ -49,6 +53,7 @@ __all__ = [
     "mentions_label",
     "normalise_label",
     "resolve",
+    "statements_in_query",
 ]
 
 #: Canonical reference kinds.
@@ -139,6 +144,8 @@ class LabelIndex:
         kind_nodes: ``kind -> node ids`` whose title contains the kind word (e.g. a
             ``Notes to the Financial Statements`` heading for ``note``), to break ties
             among numbered headings.
+        statements: Financial statement kind (:data:`proxypointer.titles.STATEMENT_KINDS`) ->
+            node ids of the headings titled with that statement, in document order.
         tree: The tree the index was built from.
 
     """
@@ -148,6 +155,7 @@ class LabelIndex:
     numbered: dict[str, list[str]] = field(default_factory=dict)
     titles: dict[str, list[str]] = field(default_factory=dict)
     kind_nodes: dict[str, set[str]] = field(default_factory=dict)
+    statements: dict[str, list[str]] = field(default_factory=dict)
     tree: DocumentTree | None = None
 
 
@@ -240,6 +248,9 @@ def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
         if m and not hl and (m.group(0).rstrip()[-1:] in ".):" or m.group("label")[0].isdigit()):
             idx.numbered.setdefault(normalise_label(m.group("label")), []).append(n.node_id)
         idx.titles.setdefault(_norm_title(n.title), []).append(n.node_id)
+        statement = statement_kind(n.title)
+        if statement:
+            idx.statements.setdefault(statement, []).append(n.node_id)
         low = plain.lower()
         for word, kind in _KIND_WORDS.items():
             if not word.endswith((".", "§")) and re.search(rf"\b{word}\b", low):
@@ -377,6 +388,78 @@ def _matches(text: str, *, strict: bool) -> Iterable[tuple[int, str, str, str, b
                 yield m.start(), span, kind, lab, False
 
 
+# The common names of the primary financial statements in questions ("from the balance sheet",
+# "the P&L statement", "statement of financial position"), by kind; comprehensive income is
+# tried before income so that "statement of comprehensive income" is not the income statement.
+# "Off-balance sheet" is no statement.
+_STATEMENT_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("comprehensive_income",
+         r"\bstatements?\s+of\s+(?:consolidated\s+)?comprehensive\s+(?:income|loss|earnings)"
+         r"|\bcomprehensive\s+income\s+statements?\b"),
+        ("income",
+         r"\bincome\s+statements?\b|\bstatements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings"
+         r"|profit\s+or\s+loss)\b|(?<![\w&])p\s?&\s?l\b|(?<![\w&])p&amp;l\b|\bprofit\s+(?:and|&)\s+loss\b"
+         r"|\bearnings\s+statements?\b"),
+        ("balance_sheet",
+         r"(?<!off[- ])(?<!off)\bbalance\s+sheets?\b|\bstatements?\s+of\s+(?:consolidated\s+)?financial\s+"
+         r"(?:position|condition)\b"),
+        ("cash_flows", r"\bcash[- ]flows?\s+statements?\b|\bstatements?\s+of\s+(?:consolidated\s+)?cash\s+flows?\b"),
+        ("equity",
+         r"\bstatements?\s+of\s+(?:changes\s+in\s+)?(?:(?:share|stock)holders['’]?\s+|shareowners['’]?\s+)?equity\b"
+         r"|\b(?:shareholders['’]?|stockholders['’]?)\s+equity\s+statements?\b"),
+    )
+)
+
+
+def statements_in_query(query: str) -> tuple[str, ...]:
+    """Financial statements a question names, in the order it names them.
+
+    Args:
+        query: The question.
+
+    Returns:
+        Statement kinds (:data:`proxypointer.titles.STATEMENT_KINDS`), each once: "the income
+        statement", "statement of operations", "P&L" -> ``income``; "balance sheet",
+        "statement of financial position" -> ``balance_sheet``; "cash flow statement" ->
+        ``cash_flows``; "statement of comprehensive income" -> ``comprehensive_income``;
+        "statement of shareholders' equity" -> ``equity``.
+
+    Example:
+        >>> statements_in_query("Using the balance sheet and the P&L statement, what is ...")
+        ('balance_sheet', 'income')
+
+    """
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _STATEMENT_NAMES:
+        for m in pattern.finditer(query):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), kind))
+    out: list[str] = []
+    for _, kind in sorted(found):
+        if kind not in out:
+            out.append(kind)
+    return tuple(out)
+
+
+def _statement_nodes(kinds: tuple[str, ...], index: LabelIndex) -> list[str]:
+    # One heading per statement named: the first of that kind whose title does not end in a
+    # colon ("Consolidated Balance Sheets:" introduces rows of a selected-data table).
+    out: list[str] = []
+    for kind in kinds:
+        ids = index.statements.get(kind, [])
+        if not ids:
+            continue
+        tree = index.tree
+        titled = [i for i in ids if tree is None or not _plain(tree.node(i).title).endswith(":")]
+        out.append((titled or ids)[0])
+    return out
+
+
 def find_label_in_query(query: str, index: LabelIndex) -> tuple[str, ...]:
     """Nodes named by a label in a query ("what does annex table A2.1.1 say", "Note 14").
 
@@ -388,8 +471,10 @@ def find_label_in_query(query: str, index: LabelIndex) -> tuple[str, ...]:
         index: Output of :func:`label_index` for one document.
 
     Returns:
-        Target node ids in the order the labels appear in the query; empty when the query
-        names no label, or none that the document defines.
+        Target node ids in the order the labels appear in the query, then one heading per
+        financial statement the query names (:func:`statements_in_query`; the first heading
+        titled with that statement); empty when the query names no label, or none that the
+        document defines.
 
     """
     out: list[str] = []
@@ -409,6 +494,9 @@ def find_label_in_query(query: str, index: LabelIndex) -> tuple[str, ...]:
                 for t in resolve(kind, m.group("label"), index):
                     if t not in out:
                         out.append(t)
+    for t in _statement_nodes(statements_in_query(query), index):
+        if t not in out:
+            out.append(t)
     return tuple(out)
 
 
@@ -421,7 +509,8 @@ def mentions_label(query: str) -> bool:
     A regular-expression test, so that retrieval builds no label index for the many queries
     that name none; :func:`find_label_in_query` decides what, if anything, is named.
     """
-    return bool(_REF.search(query) or _QUOTED.search(query) or _LOWER_LABEL.search(query))
+    return bool(_REF.search(query) or _QUOTED.search(query) or _LOWER_LABEL.search(query)
+                or statements_in_query(query))
 
 
 class LabelLookup:

@@ -35,9 +35,16 @@ from .registry import Registry
 from .runner import run_ingest
 from .store import ChromaStore
 
-__all__ = ["CheckReport", "Index", "IngestReport"]
+__all__ = ["PIPELINE_REVISION", "CheckReport", "Index", "IngestReport"]
 
 logger = logging.getLogger(__name__)
+
+
+#: Revision of how trees and chunks are built from the same text and settings. A release that
+#: changes them (2: a financial statement's title keeps the table pieces a converter wrote as
+#: headings as its children) bumps it, so that the next ingest re-indexes every document of a
+#: store rather than leaving it half old, half new. Part of :attr:`Index.pipeline_key`.
+PIPELINE_REVISION = 2
 
 
 class Index:
@@ -170,11 +177,16 @@ class Index:
 
     @property
     def pipeline_key(self) -> str:
-        """Hash of every setting that shapes chunks and vectors (model, tree, chunking)."""
+        """Hash of what shapes chunks and vectors: model, tree and chunking settings, revision.
+
+        The revision is :data:`PIPELINE_REVISION` (a release that builds trees or chunks
+        differently from the same text and settings).
+        """
         cfg = config_to_dict(self.config)
-        key = json.dumps(
-            {"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}, sort_keys=True
-        )
+        parts = {"model": self.embedder.name, "tree": cfg["tree"], "chunking": cfg["chunking"]}
+        if PIPELINE_REVISION > 1:
+            parts["revision"] = PIPELINE_REVISION
+        key = json.dumps(parts, sort_keys=True)
         return hashlib.sha1(key.encode()).hexdigest()[:8]
 
     @contextmanager

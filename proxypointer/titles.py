@@ -47,6 +47,7 @@ __all__ = [
     "numbering_depth",
     "plain_title",
     "roman_to_arabic",
+    "statement_kind",
     "strip_attribute_list",
     "title_words",
 ]
@@ -315,6 +316,91 @@ _FILING_STATEMENTS = re.compile(
     r"\bconsolidated\s+(?:condensed\s+)?(?:statements?\s+of|balance\s+sheets?)\b", re.IGNORECASE
 )
 _FILING_NUMBERED = re.compile(r"^(?P<label>\d{1,2})\.\s+(?=[A-Z])")
+
+
+# -- financial statements ------------------------------------------------------------------------
+#: Kinds of primary financial statement (:func:`statement_kind`), in the order 10-K filings and
+#: IFRS annual reports print them most often.
+STATEMENT_KINDS = ("income", "comprehensive_income", "balance_sheet", "cash_flows", "equity")
+_STATEMENT_OF = (
+    r"(?P<comprehensive>comprehensive\s+(?:income|loss|earnings)(?:\s*\((?:loss|income)\))?"
+    r"|(?:income|earnings|loss)\s*(?:\((?:loss|income)\)\s*)?and\s+comprehensive\s+(?:income|loss))"
+    r"|(?P<income>(?:income|operations|earnings|(?:net\s+)?loss|profit\s+(?:or|and)\s+loss)"
+    r"(?:\s*\((?:loss|income)\))?(?:\s+and\s+comprehensive\s+(?:income|loss)(?:\s*\((?:loss|income)\))?)?)"
+    r"|(?P<cash_flows>cash\s+flows?)"
+    r"|(?P<balance_sheet>financial\s+(?:position|condition))"
+    r"|(?P<equity>(?:changes\s+in\s+)?(?:(?:share|stock)holders|shareowners|members|partners)?['’]?\s*"
+    r"(?:equity|deficit)(?:\s*\((?:deficit|equity)\))?)"
+)
+_STATEMENT_TITLE = re.compile(
+    r"(?<![\w-])(?:(?:consolidated|combined|condensed|interim|unaudited|group|company)\s+)*"
+    rf"(?:(?P<sheet>balance\s+sheets?)|statements?\s+of\s+(?:consolidated\s+)?(?:{_STATEMENT_OF}))(?![\w-])",
+    re.IGNORECASE,
+)
+# What may follow a statement's name in its title: nothing, a parenthetical ("(In millions)"),
+# a colon or dash, or capitalised words (a company name, "For the Years Ended ..."); a
+# lower-case word makes it a sentence ("... balance sheets consist of"), and these words make
+# it another table or a discussion of the statement.
+_STATEMENT_TAIL = re.compile(r"^(?:$|[(:–—-]|[A-Z0-9])")
+_STATEMENT_NOT_BEFORE = frozenset("condensed-consolidating key note notes off selected summary supplemental".split())
+_STATEMENT_NOT_AFTER = frozenset(
+    "analysis and components data highlights information items line note notes or schedule summary".split()
+)
+
+
+def statement_kind(title: str) -> str | None:
+    """Tell which primary financial statement a heading title names, if any.
+
+    A financial statement's title names the statement, optionally after the company's name and
+    before a parenthetical or the company's name: ``Consolidated Balance Sheets``, ``NIKE, Inc.
+    Consolidated Statements of Income``, ``CONSOLIDATED STATEMENTS OF OPERATIONS (In thousands,
+    except per share data)``, ``Consolidated Statements of Income Corning Incorporated and
+    Subsidiary Companies``, ``Consolidated statements of cash flows (unaudited)``, ``Group
+    statement of financial position`` (IFRS). A title that discusses a statement is none:
+    ``Selected Consolidated balance sheets data``, ``Off-Balance Sheet Arrangements``,
+    ``Amounts recognized in the consolidated balance sheets consist of``, ``CONSOLIDATED
+    BALANCE SHEETS AND CASH FLOWS ANALYSIS``, ``Notes to Consolidated Financial Statements``.
+    The rules come from the statement titles of the 29 filings of
+    bench/financebench-dev-md and the IFRS names (IAS 1.10).
+
+    Args:
+        title: Heading title as written.
+
+    Returns:
+        One of :data:`STATEMENT_KINDS` (``income`` also for "statements of operations",
+        "earnings", "profit or loss", and "income and comprehensive income";
+        ``balance_sheet`` also for "financial position/condition"), or None.
+
+    Example:
+        >>> statement_kind("NIKE, Inc. Consolidated Statements of Income")
+        'income'
+        >>> statement_kind("Off-Balance Sheet Arrangements") is None
+        True
+
+    """
+    text = plain_title(title)
+    m = _STATEMENT_TITLE.search(text)
+    if m is None or len(text) > 200:
+        return None
+    head, tail = text[: m.start()].split(), text[m.end() :].strip()
+    words = [w.strip(",.()&;").casefold() for w in head]
+    # before the name: a company name (capitalised words, "and", "&", "Inc.") and nothing else
+    if len(head) > 10 or any(w in _STATEMENT_NOT_BEFORE or any(c.isdigit() for c in w) for w in words):
+        return None
+    if any(w[:1].islower() and w not in ("and", "&", "&amp;", "of", "de") for w in head):
+        return None
+    if not _STATEMENT_TAIL.match(tail):
+        return None
+    first_tail = tail.split()[0].strip(",.():").casefold() if tail.split() else ""
+    if first_tail in _STATEMENT_NOT_AFTER:
+        return None
+    sheet = m.group("sheet")
+    if sheet and not sheet.casefold().endswith("s") and m.group(0).casefold().startswith("balance") and (head or tail):
+        return None  # "BALANCE SHEET LOCATION" (a column header): singular, unqualified, not alone
+    for kind in ("sheet", "comprehensive", "income", "cash_flows", "balance_sheet", "equity"):
+        if m.group(kind):
+            return "balance_sheet" if kind == "sheet" else ("comprehensive_income" if kind == "comprehensive" else kind)
+    return None
 
 
 def filing_label(title: str) -> tuple[str, str] | None:

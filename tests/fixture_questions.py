@@ -30,6 +30,11 @@ QUESTIONS = [
     ("How much cash did operating activities provide according to the cash flow statement?", FILING,
      ("CONSOLIDATED STATEMENTS OF CASH FLOWS",), ""),
     ("What was net income in the income statement?", FILING, ("CONSOLIDATED STATEMENTS OF OPERATIONS",), "Net income"),
+    # statements named by another of their names (FinanceBench's wording)
+    ("Basing your judgment on the statement of financial position, what is the working capital?", FILING,
+     ("CONSOLIDATED BALANCE SHEETS",), "Total current liabilities"),
+    ("Using the P&L statement, what was the gross margin in 2023?", FILING,
+     ("CONSOLIDATED STATEMENTS OF OPERATIONS",), "Cost of sales"),
     ("What does Item 7 discuss?", FILING,
      ("ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION AND RESULTS OF OPERATIONS",), ""),
     ("What are the questions answered by chapter 2?", REPORT,

@@ -435,3 +435,67 @@ def test_fixture_report_converted_from_pdf_keeps_numbered_subsections_in_their_c
     tree = build_tree(text, "water-for-growth-report")
     path = tree.title_path(_node(tree, "1.2 The Cost of Droughts and Floods").node_id)
     assert path[-2:] == ("Chapter 1. Water Scarcity and Economic Growth", "1.2 The Cost of Droughts and Floods")
+
+
+# -- financial statements in flattened converter output ---------------------------------------------
+STATEMENTS_10K = """# ACME CORP FORM 10-K
+
+## ITEM 8. FINANCIAL STATEMENTS
+
+### Consolidated Balance Sheets
+
+###### Acme Corp and Subsidiaries
+
+(dollars in millions) At December 31, 2023 2022
+
+###### Assets Current assets
+
+Cash and cash equivalents $ 2,605 $ 2,921 Accounts receivable 25,332 24,742 Total current assets 37,857 36,728
+
+###### Liabilities and Equity Current liabilities
+
+Debt maturing within one year $ 9,813 $ 2,036 Accounts payable 23,977 24,833 Total liabilities 300,000 290,000
+
+### Consolidated Statements of Income
+
+###### YEAR ENDED DECEMBER 31,
+
+Revenues $ 136,835 $ 133,613 $ 128,292 Net income 21,748 22,618 18,348
+
+###### Basis of Presentation
+
+We prepare our financial statements in conformity with generally accepted accounting principles, which
+requires management to make estimates that affect the amounts reported and the disclosures we make.
+
+###### Use of Estimates
+
+Estimates are used for revenue, leases and taxes; actual results could differ from them.
+"""
+
+
+def test_a_statement_keeps_the_pieces_of_its_table_as_its_children():
+    tree = build_tree(STATEMENTS_10K, "acme", ON)
+    by = {n.title: n for n in tree.nodes}
+    sheet = by["Consolidated Balance Sheets"]
+    assert [tree.node(n.parent_id).title for n in tree.nodes
+            if n.title in ("Acme Corp and Subsidiaries", "Assets Current assets",
+                           "Liabilities and Equity Current liabilities")] == ["Consolidated Balance Sheets"] * 3
+    # the statement is one section: its subtree holds every row, up to the next statement
+    lines = split_lines(STATEMENTS_10K)
+    assert "Total liabilities" in slice_lines(lines, sheet.start_line, sheet.end_line)
+    assert sheet.end_line == by["Consolidated Statements of Income"].start_line - 1
+    assert tree.title_path(by["YEAR ENDED DECEMBER 31,"].node_id)[-2:] == (
+        "Consolidated Statements of Income", "YEAR ENDED DECEMBER 31,")
+    # prose after the last statement is not part of it
+    for title in ("Basis of Presentation", "Use of Estimates"):
+        assert tree.node(by[title].parent_id).title != "Consolidated Statements of Income"
+
+
+def test_statement_nesting_is_a_converter_rule_only():
+    tree = build_tree(STATEMENTS_10K, "acme", OFF)
+    by = {n.title: n for n in tree.nodes}
+    # as written: ###### under ###, the same in both modes for the first piece
+    assert tree.node(by["Acme Corp and Subsidiaries"].parent_id).title == "Consolidated Balance Sheets"
+    without_text = flatten_levels([Heading(1, 1, 3, "Consolidated Balance Sheets", 3),
+                                   Heading(3, 3, 6, "Assets Current assets", 6)])[0]
+    assert [h.level for h in without_text] == [2, 2]  # no lines given: levels from numbering only

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from proxypointer.labels import mentions_label, statements_in_query
 from proxypointer.references import (
     Reference,
     detect_references,
@@ -482,3 +483,68 @@ def test_contents_are_not_followed_and_focus_orders_targets():
     assert [n.title for _, n in refs.targets(*span)] == ["Section 3 Fees", "Section 2 Terms"]
     got = refs.targets(*span, focus=(9, 9))
     assert [n.title for _, n in got] == ["Section 2 Terms", "Section 3 Fees"]
+
+
+# -- financial statements named in a question -----------------------------------------------------
+FILING_10K = """# ACME 10-K
+
+## Item 6. Selected Financial Data
+
+### Consolidated Balance Sheets:
+
+Total assets 10 20 30
+
+## Item 7. Management's Discussion
+
+### Off-Balance Sheet Arrangements
+
+None.
+
+## Item 8. Financial Statements
+
+### ACME, Inc. Consolidated Statements of Operations (in millions)
+
+Revenues 1 2 3
+
+### Consolidated Statements of Comprehensive Income
+
+Net income 1 2 3
+
+### Consolidated Balance Sheets (in millions)
+
+Total current assets 1 2
+
+### Consolidated Statements of Cash Flows
+
+Cash provided by operations 1 2
+"""
+
+
+@pytest.mark.parametrize(
+    "query, kinds",
+    [
+        ("Using the balance sheet and the P&L statement, what is the asset turnover?", ("balance_sheet", "income")),
+        ("from the statement of financial position and the income statement", ("balance_sheet", "income")),
+        ("based on the statement of income and the statement of cash flows", ("income", "cash_flows")),
+        ("what does the statement of comprehensive income show", ("comprehensive_income",)),
+        ("the cash flow statement", ("cash_flows",)),
+        ("statement of changes in stockholders' equity", ("equity",)),
+        ("What are its off-balance sheet arrangements?", ()),
+        ("What was net income?", ()),
+    ],
+)
+def test_statements_in_query(query, kinds):
+    assert statements_in_query(query) == kinds
+
+
+def test_a_statement_named_in_a_query_resolves_to_its_heading():
+    tree, _lines, idx = _doc(FILING_10K)
+    got = find_label_in_query("Basing your judgment on the balance sheet and the P&L, what is ROA?", idx)
+    # the statement itself, not the selected-data row label ("...:") nor an off-balance-sheet heading
+    assert [_title(tree, t) for t in got] == [
+        "Consolidated Balance Sheets (in millions)", "ACME, Inc. Consolidated Statements of Operations (in millions)"]
+    assert mentions_label("what is in the cash flow statement")
+    assert [_title(tree, t) for t in find_label_in_query("what is in the cash flow statement", idx)] == [
+        "Consolidated Statements of Cash Flows"]
+    # a statement the document does not have names nothing
+    assert find_label_in_query("the statement of shareholders' equity", idx) == ()

@@ -23,6 +23,7 @@ from proxypointer.titles import (
     numbering_depth,
     plain_title,
     roman_to_arabic,
+    statement_kind,
     strip_attribute_list,
     title_words,
 )
@@ -259,3 +260,48 @@ def test_title_lines(line):
 )
 def test_not_title_lines(line, why):
     assert not is_title_line(line), why
+
+
+# -- financial statement titles ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "title, kind",
+    [
+        ("Consolidated Balance Sheets", "balance_sheet"),
+        ("NIKE, Inc. Consolidated Statements of Income", "income"),
+        ("CONSOLIDATED STATEMENTS OF OPERATIONS (In thousands, except per share data)", "income"),
+        ("Consolidated Statements of Earnings (in millions, except per share data)", "income"),
+        ("Consolidated Statements of Operations and Comprehensive Loss", "income"),
+        ("Consolidated Statements of Income Corning Incorporated and Subsidiary Companies", "income"),
+        ("Consolidated Statements of Comprehensive Income (Loss)", "comprehensive_income"),
+        ("JPMorgan Chase &amp; Co. Consolidated statements of cash flows (unaudited)", "cash_flows"),
+        ("American Water Works Company, Inc. and Subsidiary Companies Consolidated Balance Sheets (In millions)",
+         "balance_sheet"),
+        ("Group statement of financial position", "balance_sheet"),
+        ("Condensed Consolidated Balance Sheet (in millions except per share amounts)", "balance_sheet"),
+        ("CONSOLIDATED STATEMENTS OF STOCKHOLDERS' EQUITY (In thousands)", "equity"),
+        ("Statement of Changes in Equity", "equity"),
+        ("**Consolidated Balance Sheets**", "balance_sheet"),
+    ],
+)
+def test_statement_kind_reads_the_titles_of_financial_statements(title, kind):
+    assert statement_kind(title) == kind
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Off-Balance Sheet Arrangements",
+        "Key Balance Sheet Data",
+        "Selected Consolidated balance sheets data",
+        "Consolidated balance sheets analysis",
+        "CONSOLIDATED BALANCE SHEETS AND CASH FLOWS ANALYSIS",
+        "Amounts recognized in the consolidated balance sheets consist of",
+        "Notes to Consolidated Financial Statements",
+        "4. Balance Sheet Components",
+        "BALANCE SHEET LOCATION",
+        "Liquidity and Cash Flows",
+        "Selected income statement and balance sheet data",
+    ],
+)
+def test_statement_kind_leaves_titles_that_only_mention_a_statement(title):
+    assert statement_kind(title) is None
