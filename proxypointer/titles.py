@@ -245,7 +245,12 @@ def roman_to_arabic(label: str) -> str:
 
 # "3", "3.2.1", "4.1." at the start of a title; at most 3 digits per component, so that a
 # year ("2023 Annual report") is not a section number.
-_HEADING_NUMBER = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s+|$)")
+# A number followed by a unit is a quantity, not numbering: "12 Weeks Ended" (a column caption of
+# a quarterly statement), "3 Months Ended", "5 Years".
+_HEADING_NUMBER = re.compile(
+    r"^(\d{1,3}(?:\.\d{1,3})*)(?:\.(?:\s+|$)|\s+(?!(?i:weeks?|months?|years?|days?|quarters?|hours?|percent|million"
+    r"|billion|thousand)\b)|$)"
+)
 # "Item 7A", "Part II", "Annex 2.1", "Appendix A.1", "Note 14 -": kind word, label, components.
 _LABEL_NUMBER = re.compile(
     r"^(?i:part|chapter|section|article|item|note|annex|appendix|schedule|exhibit)"
@@ -262,7 +267,8 @@ def numbering_depth(title: str) -> int:
     Returns:
         Number of numeric components: ``"3 Results"`` -> 1, ``"3.2.1 Layout"`` -> 3,
         ``"4.1. Setup"`` -> 2, ``"Item 7A"`` -> 1, ``"Annex 2.1"`` -> 2,
-        ``"Appendix A.1"`` -> 2; 0 for ``"Results"`` or ``"2023 report"``.
+        ``"Appendix A.1"`` -> 2; 0 for ``"Results"``, ``"2023 report"`` or a quantity
+        (``"12 Weeks Ended"``, ``"3 Months Ended"``).
 
     """
     m = _HEADING_NUMBER.match(title) or _LABEL_NUMBER.match(title)

@@ -119,7 +119,9 @@ def test_forms():
     ("title", "depth"),
     [("3 Results", 1), ("3.2.1 Layout", 3), ("4.1. Setup", 2), ("Item 7A Risk", 1), ("Part II", 1),
      ("Note 14 - Debt", 1), ("Article IV", 1), ("Section 2.03 Fees", 2), ("Annex 2.1", 2),
-     ("Appendix A.1 Proofs", 2), ("Results", 0), ("2023 Annual report", 0)],
+     ("Appendix A.1 Proofs", 2), ("Results", 0), ("2023 Annual report", 0),
+     # a quantity is no numbering (PepsiCo's quarterly release: "12 Weeks Ended" over each table)
+     ("12 Weeks Ended", 0), ("3 Months Ended March 31,", 0), ("5 Years", 0), ("12. Weeks of data", 1)],
 )
 def test_numbering_depth(title, depth):
     assert numbering_depth(title) == depth
