@@ -763,6 +763,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.quiet:
+        # The command line is the application: -q also silences the model loader's own bar
+        # ("Loading weights", transformers), read once when transformers is first imported.
+        import os
+
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         code = _COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush

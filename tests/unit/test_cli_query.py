@@ -129,3 +129,15 @@ def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, c
     (section,) = json.loads(capsys.readouterr().out)
     assert section["delivery"] == "own_text" and section["outline"][0]["title"] == "3.2.1 Eligibility"
     assert section["citation"] == f"employee-handbook.md#L{section['text_start_line']}-L{section['text_end_line']}"
+
+
+def test_quiet_also_silences_the_model_loaders_progress_bar(cli, capsys, store, monkeypatch):
+    # `-q` promises no progress bar: transformers draws its own ("Loading weights") unless the
+    # hub's switch is set before it is imported; without -q nothing is changed.
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "")  # restored (absent or not) after the test
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS")
+    assert cli(["query", "notice period", "--json", "--store", str(store)]) == 0
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ
+    assert cli(["query", "notice period", "--json", "-q", "--store", str(store)]) == 0
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    capsys.readouterr()
