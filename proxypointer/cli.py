@@ -467,11 +467,17 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             lines = split_lines(text)
             report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
             findings = check_tree(tree, lines, report=report)
-            for w in findings:
-                print(w.format(f))
             n_warnings = sum(1 for w in findings if w.severity == "warning")
-            if not n_warnings:
-                print(f"{f}: ok ({len(tree.nodes)} nodes)")
+            if fmt == "json":
+                print(json.dumps({"file": f, "nodes": len(tree.nodes), "warnings": n_warnings,
+                                  "findings": [{"code": w.code, "line": w.line, "severity": w.severity,
+                                                "message": w.message} for w in findings]},
+                                 ensure_ascii=False))
+            else:
+                for w in findings:
+                    print(w.format(f))
+                if not n_warnings:
+                    print(f"{f}: ok ({len(tree.nodes)} nodes)")
             status = status or (1 if n_warnings else 0)
             continue
         if args.refs:

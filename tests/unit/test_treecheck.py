@@ -170,6 +170,18 @@ def test_cli_check_warnings_exit_1_with_one_location_each(tmp_path, capsys):
     assert lines[1].startswith(f"{doc}:9: warning[duplicate-title]: ")
 
 
+def test_cli_check_json_is_one_json_object_per_file(tmp_path, capsys):
+    doc = tmp_path / "flat.md"
+    doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n## 4 D\ny\n", encoding="utf-8")
+    sample = ROOT / "data" / "site-visit-notes.md"
+    assert main(["tree", "--check", "--json", str(doc), str(sample)]) == 1
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(g["file"], g["nodes"], g["warnings"]) for g in got] == [(str(doc), 5, 2), (str(sample), 0, 0)]
+    assert [(w["code"], w["line"], w["severity"]) for w in got[0]["findings"]] == [
+        ("flat-levels", 0, "warning"), ("duplicate-title", 9, "warning")]
+    assert got[1]["findings"][0]["code"] == "no-headings" and got[1]["findings"][0]["severity"] == "note"
+
+
 def test_cli_check_with_a_mode_flag(tmp_path, capsys):
     doc = tmp_path / "flat.md"
     doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n", encoding="utf-8")
