@@ -139,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common], help="documents, sections, chunks, model, store, stale sources")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--docs", action="store_true", help="also list each document: doc_id, sections, chunks, source")
     _add_store_args(p)
 
     p = sub.add_parser("delete", parents=[common], help="remove documents from the index")
@@ -339,7 +340,7 @@ def _retriever(args: argparse.Namespace):
         args.doc, unknown = retriever.resolve_doc_ids(args.doc)
         if unknown:
             names = ", ".join(repr(d) for d in unknown)
-            raise ConfigError(f"--doc: no document {names} in the store; see `proxypointer status`")
+            raise ConfigError(f"--doc: no document {names} in the store; `proxypointer status --docs` lists them")
     return retriever
 
 
@@ -574,8 +575,13 @@ def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    st = _open_index(args).status()
+    index = _open_index(args)
+    st = index.status()
+    docs = sorted(index.registry.documents(), key=lambda r: r.doc_id) if args.docs else []
     if args.json:
+        if args.docs:
+            st["document_list"] = [{"doc_id": r.doc_id, "title": r.title, "sections": r.n_sections,
+                                    "chunks": r.n_chunks, "state": r.state, "source": r.source_path} for r in docs]
         print(json.dumps(st, indent=2))
         return 0
     print(f"store: {st['store']} (collection {st['collection']})")
@@ -590,6 +596,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
         )
     for s in st["stale_sources"]:
         print(f"stale: {s['doc_id']} ({s['reason']}): {s['source']}")
+    for r in docs:
+        state = "" if r.state == "ready" else f" [{r.state}]"
+        print(f"{r.doc_id}{state}  {r.n_sections} sections, {r.n_chunks} chunks  {r.source_path}")
     return 0
 
 

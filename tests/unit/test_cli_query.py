@@ -67,7 +67,7 @@ def test_an_unknown_doc_is_named(cli, capsys, store):
                 "--store", str(store)])
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
-    assert err == "error: --doc: no document 'x', 'y.md' in the store; see `proxypointer status`\n"
+    assert err == "error: --doc: no document 'x', 'y.md' in the store; `proxypointer status --docs` lists them\n"
     assert cli(["ask", "notice period", "--doc", "x", "--store", str(store)]) == 1
     assert "no document 'x'" in capsys.readouterr().err
 
@@ -141,3 +141,15 @@ def test_quiet_also_silences_the_model_loaders_progress_bar(cli, capsys, store, 
     assert cli(["query", "notice period", "--json", "-q", "--store", str(store)]) == 0
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
     capsys.readouterr()
+
+
+def test_status_docs_lists_the_ids_that_doc_takes(cli, capsys, store):
+    # the --doc error points here: every doc_id is listed, with its sections, chunks and source
+    assert cli(["status", "--docs", "--store", str(store)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    listed = [line.split()[0] for line in out[3:]]
+    assert "employee-handbook" in listed and listed == sorted(listed)
+    assert cli(["status", "--docs", "--json", "--store", str(store)]) == 0
+    docs = json.loads(capsys.readouterr().out)["document_list"]
+    assert [d["doc_id"] for d in docs] == listed
+    assert all(d["chunks"] > 0 and d["state"] == "ready" and Path(d["source"]).is_file() for d in docs)
