@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_args(p)
 
     p = sub.add_parser("delete", parents=[common], help="remove documents from the index")
-    p.add_argument("doc_ids", nargs="+", metavar="DOC_ID")
+    p.add_argument("doc_ids", nargs="+", metavar="DOC_ID", help="doc_id, or its citation form (handbook.md)")
     _add_store_args(p)
 
     p = sub.add_parser("check", parents=[common], help="verify registry, stored sources and Chroma against each other")
@@ -603,7 +603,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    removed = _open_index(args).delete(args.doc_ids)
+    from .retrieval import Retriever
+
+    index = _open_index(args)
+    # a citation's form names the document too (`employee-handbook.md` for `employee-handbook`)
+    doc_ids, _unknown = Retriever(index).resolve_doc_ids(args.doc_ids)
+    removed = index.delete(doc_ids)
     print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
     return 0 if len(removed) == len(args.doc_ids) else 1
 

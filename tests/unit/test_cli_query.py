@@ -153,3 +153,15 @@ def test_status_docs_lists_the_ids_that_doc_takes(cli, capsys, store):
     docs = json.loads(capsys.readouterr().out)["document_list"]
     assert [d["doc_id"] for d in docs] == listed
     assert all(d["chunks"] > 0 and d["state"] == "ready" and Path(d["source"]).is_file() for d in docs)
+
+
+def test_delete_takes_the_citation_form(cli, capsys, tmp_path, fake_embedder):
+    from proxypointer.pipeline import Index
+
+    root = tmp_path / "store"
+    with Index(root, ProxyPointerConfig(), fake_embedder) as index:
+        assert not index.ingest([DATA / "employee-handbook.md"], show_progress=False).failed
+    assert cli(["delete", "employee-handbook.md", "no-such-doc", "--store", str(root)]) == 1
+    assert capsys.readouterr().out == "deleted 1 of 2 documents\n"
+    with Index(root, ProxyPointerConfig(), fake_embedder) as index:
+        assert index.registry.get("employee-handbook") is None
