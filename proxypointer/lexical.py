@@ -1,4 +1,4 @@
-"""Words of lexical search: query terms, and the title field of a section.
+"""Words of lexical search: query terms, the title field of a section, the words of a document's name.
 
 Both lexical indexes of the registry (chunks and section titles, SQLite FTS5) read what is
 written here: :func:`lexical_terms` turns a query into the words any of which may match;
@@ -14,7 +14,9 @@ from collections.abc import Iterable
 
 from .titles import plain_title
 
-__all__ = ["MAX_LEXICAL_TERMS", "STOPWORDS", "lexical_terms", "title_field", "words"]
+__all__ = [
+    "MAX_LEXICAL_TERMS", "STOPWORDS", "lexical_terms", "name_query_words", "name_words", "title_field", "words",
+]
 
 #: Words left out of lexical queries and title fields: Lucene's English stop set (the same 33
 #: words as bm25s's ``STOPWORDS_EN``, which the in-memory index used before FTS5).
@@ -73,3 +75,46 @@ def title_field(title_path: Iterable[str]) -> str:
         'item financial statements consolidated balance sheets'
     """
     return " ".join(w for t in title_path for w in words(plain_title(t)))
+
+
+_NAME_PART = re.compile(r"[^\W_]+")
+_LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
+
+
+def name_words(text: str) -> list[str]:
+    """Words of a document's name (file name and title) for title routing.
+
+    As :func:`words`, and a word is also split at underscores and between
+    letters and digits, keeping the whole: ``CVSHEALTH_2022_10K`` -> ``cvshealth``, ``2022``,
+    ``10k``, ``10``; ``FY2022`` -> ``fy2022``, ``fy``, ``2022`` (a fiscal year named in a
+    question meets the year in a file name).
+
+    Example:
+        >>> name_words("LOCKHEEDMARTIN_2021_10K Annual Report")
+        ['lockheedmartin', '2021', '10k', '10', 'annual', 'report']
+
+    """
+    out: list[str] = []
+    for part in _NAME_PART.findall(text.lower()):
+        pieces = [p for p in _LETTERS_DIGITS.findall(part) if len(p) >= 2]
+        for w in (part, *pieces) if len(pieces) > 1 or (pieces and pieces[0] != part) else (part,):
+            if len(w) >= 2 and w not in STOPWORDS:
+                out.append(w)
+    return out
+
+
+def name_query_words(query: str) -> list[str]:
+    """Words of a query for title routing: its name words and its words glued as file names glue them.
+
+    :func:`name_words`, then each run of 2 or 3 of its words written together ("Lockheed
+    Martin" -> ``lockheedmartin``, "American Water Works" -> ``americanwaterworks``).
+
+    Example:
+        >>> name_query_words("CVS Health FY2022")
+        ['cvs', 'health', 'fy2022', 'fy', '2022', 'cvshealth', 'healthfy2022', 'cvshealthfy2022']
+
+    """
+    found = name_words(query)
+    plain = [w for w in _NAME_PART.findall(query.lower()) if len(w) >= 2]
+    glued = ["".join(plain[i : i + n]) for n in (2, 3) for i in range(len(plain) - n + 1)]
+    return found + [g for g in glued if g not in found]

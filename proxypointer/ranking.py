@@ -31,7 +31,7 @@ import numpy as np
 from .errors import ConfigError, MissingDependencyError, StaleSourceError, StoreError
 from .filters import doc_filter, filter_doc_ids, matches_where
 from .labels import LabelLookup, mentions_label
-from .lexical import STOPWORDS, lexical_terms
+from .lexical import STOPWORDS, lexical_terms, name_query_words, name_words
 from .lexical import words as _words
 from .livetrees import LiveTrees
 from .store import Hit
@@ -167,12 +167,20 @@ class LexicalIndex:
     Args:
         hits: The texts to index, as hits (text and metadata; score ignored).
         text_of: What is indexed for a hit; default its text.
+        tokenize: Words of an indexed text; default :meth:`tokenize`.
+        tokenize_query: Words of a query; default ``tokenize``.
 
     Raises:
         MissingDependencyError: If bm25s is not installed.
     """
 
-    def __init__(self, hits: Sequence[Hit], text_of: Callable[[Hit], str] | None = None) -> None:
+    def __init__(
+        self,
+        hits: Sequence[Hit],
+        text_of: Callable[[Hit], str] | None = None,
+        tokenize: Callable[[str], list[str]] | None = None,
+        tokenize_query: Callable[[str], list[str]] | None = None,
+    ) -> None:
         try:
             import bm25s
         except ImportError as err:
@@ -181,7 +189,9 @@ class LexicalIndex:
         logging.getLogger("bm25s").setLevel(logging.NOTSET)
         self.hits = list(hits)
         self._bm25 = bm25s.BM25()
-        corpus = [self.tokenize(text_of(h) if text_of else h.text) or ["__empty__"] for h in self.hits]
+        self._words = tokenize or self.tokenize
+        self._query_words = tokenize_query or self._words
+        corpus = [self._words(text_of(h) if text_of else h.text) or ["__empty__"] for h in self.hits]
         if corpus:
             self._bm25.index(corpus, show_progress=False)
 
@@ -194,7 +204,7 @@ class LexicalIndex:
         """Return the ``n`` best texts with a positive BM25 score, best first (``score``: BM25)."""
         if not self.hits:
             return []
-        words = [w for w in self.tokenize(query) if w in self._bm25.vocab_dict]
+        words = [w for w in dict.fromkeys(self._query_words(query)) if w in self._bm25.vocab_dict]
         if not words:
             return []
         scores = np.asarray(self._bm25.get_scores(words), dtype=np.float64)
@@ -648,7 +658,9 @@ class Ranker:
             if self._titles is None or self._titles[0] != generation:
                 records = self.index.registry.documents()
                 fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records if r.version]
-                self._titles = (generation, LexicalIndex(fake))
+                # the file's name names the document as much as its title does ("AMD_2022_10K")
+                index = LexicalIndex(fake, lambda h: f"{h.metadata['doc_id']} {h.text}", name_words, name_query_words)
+                self._titles = (generation, index)
             return self._titles[1]
 
     # -- fused --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
 from proxypointer.errors import ConfigError
 from proxypointer.filters import check_where, matches_where
+from proxypointer.lexical import name_query_words, name_words
 from proxypointer.ranking import (
     LexicalIndex,
     Ranker,
@@ -157,6 +158,26 @@ def test_lexical_search_looks_inside_the_filtered_documents(make_index, tmp_path
     # b's chunks rank below a's: they are still found when the filter names b with another condition
     got = ranker.hydrate(ranker.lexical("kettle", 3, check_where({"doc_id": "b", "kind": "heading"})))
     assert len(got) == 3 and {(h.metadata["doc_id"], h.metadata["kind"]) for h in got} == {("b", "heading")}
+
+
+def test_name_words_split_file_names_and_fiscal_years():
+    assert name_words("CVSHEALTH_2022_10K") == ["cvshealth", "2022", "10k", "10"]
+    assert name_words("FY2022 report") == ["fy2022", "fy", "2022", "report"]
+    assert "lockheedmartin" in name_query_words("What is Lockheed Martin's FY2021 net working capital?")
+    assert "americanwaterworks" in name_query_words("Did American Water Works pay dividends?")
+
+
+def test_title_routing_reads_the_file_name_and_the_fiscal_year(make_index, tmp_path):
+    # Filings named as FinanceBench (and SEC users) name them; the question names the company
+    # and the fiscal year, never the file: routing must still send it to the right filing first.
+    corpus = tmp_path / "filings"
+    corpus.mkdir()
+    for name in ("ACMECORP_2021_10K", "ACMECORP_2022_10K", "GLOBEX_2022_10K", "INITECH_2022_10K"):
+        (corpus / f"{name}.md").write_text("# FORM 10-K\n\n## Revenue\n\nRevenue grew in the year.\n")
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(title_routing_docs=2)))
+    assert not idx.ingest([corpus], show_progress=False).failed
+    route = Ranker(idx).route("What was Acme Corp's FY2022 revenue growth?", None)
+    assert route.boost[0] == "ACMECORP_2022_10K" and set(route.boost) <= {"ACMECORP_2021_10K", "ACMECORP_2022_10K"}
 
 
 # -- the title field and label lookup -------------------------------------------------------------
