@@ -42,7 +42,9 @@ and tables is never promoted. Title and numbering rules live in :mod:`proxypoint
   ``Note 14``, ``ARTICLE 3`` 1, ``Section 2.05`` / ``1.01`` 2), 2 when unnumbered, so an
   unnumbered heading ("Results of Operations", "CONSOLIDATED BALANCE SHEETS", "Questions this
   chapter answers") sits inside the numbered top-level section before it, beside its numbered
-  subsections (the "re-levelled" variant measured in docs/evaluation.md). The
+  subsections (the "re-levelled" variant measured in docs/evaluation.md). A financial
+  statement's title keeps the table pieces written as headings after it as its children
+  (:func:`flatten_levels`). The
   document keeps its title: when the first heading was the only one at the shallowest level
   before flattening, it still names the document (:attr:`HeadingReport.title_line`).
 
