@@ -312,7 +312,8 @@ class RetrievalConfig:
             (docs/evaluation.md).
         own_text_tokens: Largest own text (heading line and the text before the first
             subsection) delivered whole under ``subtree_cap_tokens``; a longer one is cut to
-            one window of at most this many tokens around its best-ranked chunks.
+            one window (``excerpt_tokens``) around its best-ranked chunks.
+        excerpt_tokens: Size of that window; 0 (default): ``own_text_tokens``.
         demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
             no text of its own, shared case 11) after every section with text, unless a label
             in the query names them: their chunk matches any query that names the document.
@@ -336,6 +337,7 @@ class RetrievalConfig:
     label_lookup: bool = True
     subtree_cap_tokens: int = 1000
     own_text_tokens: int = 1000
+    excerpt_tokens: int = 0
     demote_empty: bool = True
 
     def __post_init__(self) -> None:
@@ -386,6 +388,7 @@ class RetrievalConfig:
             "retrieval.own_text_tokens",
             f"expected an int >= 1, got {self.own_text_tokens}",
         )
+        _check(self.excerpt_tokens >= 0, "retrieval.excerpt_tokens", f"expected an int >= 0, got {self.excerpt_tokens}")
 
 
 @dataclass(frozen=True, slots=True)

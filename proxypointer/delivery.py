@@ -8,7 +8,8 @@ docs/evaluation.md, reports round). :func:`plan_delivery` applies the policy mea
 * the subtree, when it has at most ``cap_tokens`` tokens (``retrieval.subtree_cap_tokens``);
 * else the section's **own text** (its heading line and the text before its first subsection),
   when that has at most ``own_tokens`` tokens (``retrieval.own_text_tokens``);
-* else an **excerpt** of the own text: one window of at most ``own_tokens`` tokens, seeded with
+* else an **excerpt** of the own text: one window of at most ``excerpt_tokens`` tokens
+  (``retrieval.excerpt_tokens``; ``own_tokens`` when 0), seeded with
   the section's best-ranked chunk, widened to take in its next-ranked chunks while they fit,
   then grown a line at a time (after, then before) while it fits;
 
@@ -89,6 +90,7 @@ def plan_delivery(
     cap_tokens: int,
     own_tokens: int,
     citation_base: str,
+    excerpt_tokens: int = 0,
 ) -> Delivery:
     """Decide what to deliver of one section (see the module docstring).
 
@@ -103,12 +105,14 @@ def plan_delivery(
         chunks: ``(chunk_start_line, chunk_end_line)`` of the section's own chunks that
             ranked, best first (the seed of an excerpt); may be empty.
         cap_tokens: Largest subtree delivered whole; 0 delivers every subtree whole.
-        own_tokens: Largest own text delivered whole, and the size of an excerpt's window.
+        own_tokens: Largest own text delivered whole.
         citation_base: ``<doc_id><suffix>`` for the children's citations.
+        excerpt_tokens: Size of an excerpt's window; 0: ``own_tokens``.
 
     Returns:
         The delivery; its text has at most ``cap_tokens`` tokens when ``kind`` is ``subtree``
-        (or any size when ``cap_tokens`` is 0), at most ``own_tokens`` otherwise.
+        (or any size when ``cap_tokens`` is 0), at most ``own_tokens`` when ``own_text``, at
+        most the window when ``excerpt``.
 
     Raises:
         ValueError: If the line range is empty or past ``line_tokens``.
@@ -129,6 +133,7 @@ def plan_delivery(
     own_a, own_b = start_line, max(start_line, min(body_end_line, end_line))
     if tokens(own_a, own_b) <= own_tokens:
         return Delivery("own_text", own_a, own_b, outline)
+    own_tokens = excerpt_tokens or own_tokens  # the window from here on
     seeds = [(max(a, own_a), min(b, own_b)) for a, b in chunks if a <= own_b and b >= own_a and a <= b]
     a, b = seeds[0] if seeds else (own_a, own_a)
     if tokens(a, b) > own_tokens:  # the best chunk alone is longer than the window: its first lines

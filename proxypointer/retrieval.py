@@ -696,6 +696,7 @@ class Retriever:
             cap_tokens=cfg.subtree_cap_tokens,
             own_tokens=cfg.own_text_tokens,
             citation_base=f"{doc_id}{Path(source).suffix or '.md'}",
+            excerpt_tokens=cfg.excerpt_tokens,
         )
 
     def reader_tokens(self, doc_hash: str) -> list[int]:

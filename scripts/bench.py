@@ -65,7 +65,7 @@ DEFAULTS: dict[str, Any] = {
     "phases": ["cli", "chunking", "ingest", "reingest", "langchain", "query:10000", "quantized"],
     "ingest": {"docs": 60, "queries": 100, "k": 5},
     "reingest": {"docs": 0, "prebuilt_store": "", "edit_fraction": 0.01, "model": ""},
-    "langchain": {"chunk_tokens": 200, "queries": 100, "k": 5, "batch_sizes": []},
+    "langchain": {"chunk_tokens": 128, "queries": 100, "k": 5, "batch_sizes": []},
     "chunking": {"corpora": ["../shared/bench/qasper-dev", "../shared/bench/qasper-train"], "docs": 0},
     "query": {"seed_store": "", "store_dir": "", "queries": 100, "k": 5, "noise": 0.3, "warmup": 5, "lean_from": 0},
     "quantized": {"docs": 40, "encode_texts": 256, "quality": True, "fp32_store": "", "batch_sizes": [8, 16, 64]},

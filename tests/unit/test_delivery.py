@@ -17,11 +17,11 @@ class Child:
     end_line: int
 
 
-def plan(tokens, start=1, end=None, body_end=None, children=(), chunks=(), cap=100, own=50):
+def plan(tokens, start=1, end=None, body_end=None, children=(), chunks=(), cap=100, own=50, excerpt=0):
     end = len(tokens) if end is None else end
     return plan_delivery(start_line=start, end_line=end, body_end_line=end if body_end is None else body_end,
                          children=children, line_tokens=tokens, chunks=chunks, cap_tokens=cap, own_tokens=own,
-                         citation_base="doc.md")
+                         citation_base="doc.md", excerpt_tokens=excerpt)
 
 
 def test_a_subtree_within_the_cap_is_delivered_whole():
@@ -57,6 +57,13 @@ def test_a_long_own_text_is_cut_to_one_window_around_its_best_chunks():
     assert (got.start_line, got.end_line) == (36, 40)  # at the end of the text: grown backwards
     got = plan([10] * 40)  # no chunk known: from the heading line on
     assert (got.start_line, got.end_line) == (1, 5)
+
+
+def test_the_excerpt_window_may_be_smaller_than_the_own_text_delivered_whole():
+    # own text up to 50 tokens comes whole; a longer one is cut to a 30-token window
+    assert plan([10] * 5, cap=40, excerpt=30) == Delivery("own_text", 1, 5)
+    got = plan([10] * 40, chunks=[(20, 20)], excerpt=30)
+    assert got.kind == "excerpt" and (got.start_line, got.end_line) == (19, 21)
 
 
 def test_chunks_outside_the_own_text_do_not_seed_the_window():
