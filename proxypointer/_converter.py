@@ -405,7 +405,8 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
     under it while its own text is empty or table-like (at least
     :data:`STATEMENT_MIN_FIGURE_SHARE` of its words are figures). The
     statement ends at the first heading that is numbered, labelled (part, item, note, the
-    notes heading), another statement's title, or followed by prose.
+    notes heading), another statement's title, or followed by prose. A statement's title
+    followed by prose (a discussion of the cash flows in MD&A) opens nothing.
 
     Args:
         headings: Headings in line order.
@@ -432,12 +433,14 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         kind = statement_kind(h.title)
         if statement and (depth or kind or (label and label[0] != "statements") or _NOTES_TO.search(h.title)):
             statement = 0
-        if statement and lines is not None:
+        own_table = False
+        if lines is not None:
             end = headings[i + 1].line - 1 if i + 1 < len(headings) else len(lines)
-            if not _table_like(lines, h.last_line + 1, end):
-                statement = 0
+            own_table = _table_like(lines, h.last_line + 1, end)
+        if statement and not own_table:
+            statement = 0
         level = depth or (statement + 1 if statement else 2)
-        if kind and not depth and lines is not None:
+        if kind and not depth and own_table:  # a statement's title over prose discusses it (MD&A)
             statement = level
         out.append(Heading(h.line, h.last_line, level, h.title, h.md_level, h.source))
     return out, title_line

@@ -403,8 +403,8 @@ _STATEMENT_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"|profit\s+or\s+loss)\b|(?<![\w&])p\s?&\s?l\b|(?<![\w&])p&amp;l\b|\bprofit\s+(?:and|&)\s+loss\b"
          r"|\bearnings\s+statements?\b"),
         ("balance_sheet",
-         r"(?<!off[- ])(?<!off)\bbalance\s+sheets?\b|\bstatements?\s+of\s+(?:consolidated\s+)?financial\s+"
-         r"(?:position|condition)\b"),
+         r"(?<!off[-–— ])(?<!off)(?<!off the )\bbalance\s+sheets?\b"
+         r"|\bstatements?\s+of\s+(?:consolidated\s+)?financial\s+(?:position|condition)\b"),
         ("cash_flows", r"\bcash[- ]flows?\s+statements?\b|\bstatements?\s+of\s+(?:consolidated\s+)?cash\s+flows?\b"),
         ("equity",
          r"\bstatements?\s+of\s+(?:changes\s+in\s+)?(?:(?:share|stock)holders['’]?\s+|shareowners['’]?\s+)?equity\b"
@@ -447,16 +447,25 @@ def statements_in_query(query: str) -> tuple[str, ...]:
 
 
 def _statement_nodes(kinds: tuple[str, ...], index: LabelIndex) -> list[str]:
-    # One heading per statement named: the first of that kind whose title does not end in a
-    # colon ("Consolidated Balance Sheets:" introduces rows of a selected-data table).
+    # One heading per statement named: the first of that kind that is neither in a list of
+    # contents ("Index to Financial Statements", "Table of Contents") nor titled with a colon
+    # ("Consolidated Balance Sheets:" introduces rows of a selected-data table).
+    tree = index.tree
+
+    def listed(node_id: str) -> bool:
+        if tree is None:
+            return False
+        chain = [tree.node(node_id), *tree.ancestors(node_id)]
+        return any(_is_contents(n) or "index to" in n.title.lower() for n in chain)
+
     out: list[str] = []
     for kind in kinds:
         ids = index.statements.get(kind, [])
         if not ids:
             continue
-        tree = index.tree
         titled = [i for i in ids if tree is None or not _plain(tree.node(i).title).endswith(":")]
-        out.append((titled or ids)[0])
+        body = [i for i in titled if not listed(i)]
+        out.append((body or titled or ids)[0])
     return out
 
 

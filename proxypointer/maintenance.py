@@ -155,7 +155,8 @@ def delete_documents(registry: Registry, store: ChromaStore, doc_ids: Iterable[s
     removed = []
     for doc_id in dict.fromkeys(doc_ids):
         if registry.get(doc_id) is None:
-            logger.warning("%s: no such document in %s", doc_id, registry.root)
+            logger.warning("%s: no such document in %s (`proxypointer status --docs` lists them)", doc_id,
+                           registry.root)
             continue
         _delete_one(registry, store, doc_id)
         removed.append(doc_id)

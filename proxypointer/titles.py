@@ -348,9 +348,12 @@ _STATEMENT_TITLE = re.compile(
 # lower-case word makes it a sentence ("... balance sheets consist of"), and these words make
 # it another table or a discussion of the statement.
 _STATEMENT_TAIL = re.compile(r"^(?:$|[(:–—-]|[A-Z0-9])")
-_STATEMENT_NOT_BEFORE = frozenset("condensed-consolidating key note notes off selected summary supplemental".split())
+_STATEMENT_NOT_BEFORE = frozenset(
+    "analysis changes condensed-consolidating consolidating discussion key note notes off review selected summary "
+    "supplemental".split()
+)
 _STATEMENT_NOT_AFTER = frozenset(
-    "analysis and components data highlights information items line note notes or schedule summary".split()
+    "analysis and components data highlights information items line note notes or schedule summary tax taxes".split()
 )
 
 
@@ -395,7 +398,7 @@ def statement_kind(title: str) -> str | None:
         return None
     if any(w[:1].islower() and w not in ("and", "&", "&amp;", "of", "de") for w in head):
         return None
-    if not _STATEMENT_TAIL.match(tail):
+    if not _STATEMENT_TAIL.match(tail) or tail.isdigit():  # "Consolidated Balance Sheets 45": a contents line
         return None
     first_tail = tail.split()[0].strip(",.():").casefold() if tail.split() else ""
     if first_tail in _STATEMENT_NOT_AFTER:

@@ -166,7 +166,7 @@ def _rules_note(report: HeadingReport) -> TreeWarning:
         first = f" (first: line {report.promoted[0].line}, {report.promoted[0].title!r})" if report.promoted else ""
         done.append(f"{len(report.promoted)} title line(s) made headings{first}")
     if "flatten_levels" in report.rules:
-        done.append("levels taken from numbering only")
+        done.append("levels taken from numbering only (a financial statement keeps its table's pieces as children)")
     if "relevel_filing" in report.rules:
         done.append("levels taken from filing labels (PART, ITEM, Note)")
     if report.relevelled:

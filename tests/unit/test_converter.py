@@ -499,3 +499,29 @@ def test_statement_nesting_is_a_converter_rule_only():
     without_text = flatten_levels([Heading(1, 1, 3, "Consolidated Balance Sheets", 3),
                                    Heading(3, 3, 6, "Assets Current assets", 6)])[0]
     assert [h.level for h in without_text] == [2, 2]  # no lines given: levels from numbering only
+
+
+MDA_CASH_FLOWS = """# ACME CORP FORM 10-K
+
+## Item 7. Management's Discussion and Analysis
+
+### Consolidated Statements of Cash Flows
+
+Cash flows were strong this year, as described below.
+
+###### Operating activities
+
+Cash from operations rose $112 million to $812 million in 2022, from $700 million in 2021.
+
+###### Investing activities
+
+Capital spending was $300 million in 2022 and $250 million in 2021.
+"""
+
+
+def test_a_statement_title_over_prose_opens_no_statement():
+    # MD&A discusses the cash flows under the statement's name: its subsections stay siblings
+    tree = build_tree(MDA_CASH_FLOWS, "acme", ON)
+    by = {n.title: n for n in tree.nodes}
+    for title in ("Operating activities", "Investing activities"):
+        assert tree.node(by[title].parent_id).title != "Consolidated Statements of Cash Flows"

@@ -488,6 +488,12 @@ def test_contents_are_not_followed_and_focus_orders_targets():
 # -- financial statements named in a question -----------------------------------------------------
 FILING_10K = """# ACME 10-K
 
+## Table of Contents
+
+### Consolidated Balance Sheets
+
+### Consolidated Statements of Cash Flows
+
 ## Item 6. Selected Financial Data
 
 ### Consolidated Balance Sheets:
@@ -530,6 +536,8 @@ Cash provided by operations 1 2
         ("the cash flow statement", ("cash_flows",)),
         ("statement of changes in stockholders' equity", ("equity",)),
         ("What are its off-balance sheet arrangements?", ()),
+        ("off–balance sheet arrangements", ()),
+        ("items kept off the balance sheet", ()),
         ("What was net income?", ()),
     ],
 )
@@ -540,7 +548,8 @@ def test_statements_in_query(query, kinds):
 def test_a_statement_named_in_a_query_resolves_to_its_heading():
     tree, _lines, idx = _doc(FILING_10K)
     got = find_label_in_query("Basing your judgment on the balance sheet and the P&L, what is ROA?", idx)
-    # the statement itself, not the selected-data row label ("...:") nor an off-balance-sheet heading
+    # the statement itself, not its line in the contents, the selected-data row label ("...:")
+    # nor an off-balance-sheet heading
     assert [_title(tree, t) for t in got] == [
         "Consolidated Balance Sheets (in millions)", "ACME, Inc. Consolidated Statements of Operations (in millions)"]
     assert mentions_label("what is in the cash flow statement")

@@ -303,6 +303,11 @@ def test_statement_kind_reads_the_titles_of_financial_statements(title, kind):
         "BALANCE SHEET LOCATION",
         "Liquidity and Cash Flows",
         "Selected income statement and balance sheet data",
+        "Consolidated Balance Sheets 45",  # a line of the contents, with its page
+        "Review of Consolidated Balance Sheets",
+        "Discussion of Consolidated Statements of Cash Flows",
+        "Statement of Income Taxes",
+        "Condensed Consolidating Balance Sheets",  # a guarantor schedule, not the statement
     ],
 )
 def test_statement_kind_leaves_titles_that_only_mention_a_statement(title):
