@@ -33,8 +33,8 @@ QUESTIONS = [
     # statements named by another of their names (FinanceBench's wording)
     ("Basing your judgment on the statement of financial position, what is the working capital?", FILING,
      ("CONSOLIDATED BALANCE SHEETS",), "Total current liabilities"),
-    ("Using the P&L statement, what was the gross margin in 2023?", FILING,
-     ("CONSOLIDATED STATEMENTS OF OPERATIONS",), "Cost of sales"),
+    ("Using the P&L statement, what were restructuring charges in 2023?", FILING,
+     ("CONSOLIDATED STATEMENTS OF OPERATIONS",), "Restructuring charges"),
     ("What does Item 7 discuss?", FILING,
      ("ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS OF FINANCIAL CONDITION AND RESULTS OF OPERATIONS",), ""),
     ("What are the questions answered by chapter 2?", REPORT,
