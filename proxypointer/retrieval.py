@@ -26,12 +26,17 @@ from .filters import check_where, doc_filter
 from .pages import PageMap, stored_page_map
 from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
+from .titles import statement_kind
 from .tree import slice_lines, split_lines
 
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["QUERY_ATTEMPTS", "Retriever", "Scope", "Section", "build_section", "check_query", "format_citation"]
+
+__all__ = [
+    "QUERY_ATTEMPTS", "STATEMENT_HEAD_LINES", "Retriever", "Scope", "Section", "build_section", "check_query",
+    "format_citation",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +45,11 @@ logger = logging.getLogger(__name__)
 #: continuous ingest with 20 concurrent HTTP clients and the fused ranking, whose queries read
 #: more (tests/integration/test_serve_http.py); the serve layer's reads try 5 times.
 QUERY_ATTEMPTS = 4
+
+#: Lines at the start of a financial statement's section (its title, the units and the column
+#: headers: ``(in millions) 2022 2021 2020``) that an excerpt of it takes in when they fit with
+#: its best chunks (:meth:`Retriever.deliver`): rows without their years cannot be read.
+STATEMENT_HEAD_LINES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -623,6 +633,7 @@ class Retriever:
                 node.body_end_line if node is not None else int(m.get("body_end_line", end)),
                 live.tree.children(node.node_id) if node is not None else (),
                 own,
+                STATEMENT_HEAD_LINES if statement_kind(str(m.get("title", ""))) else 0,
             )
         return build_section(
             doc_id=m["doc_id"],
@@ -657,6 +668,7 @@ class Retriever:
         body_end_line: int,
         children: Sequence[Any],
         hits: Sequence[Hit] = (),
+        head_lines: int = 0,
     ) -> Delivery:
         """Apply the delivery policy (``retrieval.subtree_cap_tokens``) to one section.
 
@@ -670,6 +682,9 @@ class Retriever:
             children: Its child nodes, in document order.
             hits: Its own chunk hits that ranked, best first (the seed of an excerpt); those
                 without text and metadata are read from their records.
+            head_lines: An excerpt also takes in the section's first this many lines when the
+                span from them to its best chunks fits the window (a statement's title and
+                column headers, without which its rows cannot be read); 0: no.
 
         Returns:
             The delivery (:func:`~proxypointer.delivery.plan_delivery`).
@@ -686,6 +701,8 @@ class Retriever:
                     hm = h.metadata
                     ranges.append((int(hm.get("chunk_start_line", start_line)),
                                    int(hm.get("chunk_end_line", end_line))))
+                if head_lines > 0:
+                    ranges.append((start_line, min(start_line + head_lines - 1, body_end_line)))
         return plan_delivery(
             start_line=start_line,
             end_line=end_line,

@@ -7,7 +7,8 @@ import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
 from proxypointer.errors import ConfigError
-from proxypointer.retrieval import Retriever
+from proxypointer.retrieval import STATEMENT_HEAD_LINES, Retriever
+from proxypointer.store import Hit
 
 
 @pytest.fixture
@@ -586,6 +587,29 @@ def test_a_long_leaf_is_cut_to_a_window_around_its_best_chunk(make_index, tmp_pa
     assert s.text == "\n".join(LONG.split("\n")[s.text_start_line - 1 : s.text_end_line])
     assert s.start_line <= s.chunk_start_line and s.text_start_line <= s.chunk_start_line <= s.text_end_line
     assert s.citation == f"manual.md#L{s.text_start_line}-L{s.text_end_line}"
+
+
+STATEMENT = "# Acme 10-K\n\n## Consolidated Statements of Operations\n\n(in millions) 2023 2022\n\n" + "".join(
+    f"Row {i} {'net income attributable to holders' if i == 30 else 'other operating item'} {100 + i} {90 + i}\n\n"
+    for i in range(80))
+
+
+def test_an_excerpt_of_a_statement_keeps_its_column_headers_when_they_fit(make_index, tmp_path):
+    # rows without their years cannot be read: a statement's window reaches back to its title and
+    # units line when the span to its best chunk fits; without head lines it stays around the chunk
+    idx = _capped(make_index, tmp_path, STATEMENT, "acme", subtree_cap_tokens=200, own_text_tokens=350)
+    r = Retriever(idx)
+    s = r.retrieve("net income attributable to holders", k=1)[0]
+    assert s.title == "Consolidated Statements of Operations" and s.delivery == "excerpt"
+    assert s.text_start_line == s.start_line and "(in millions) 2023 2022" in s.text
+    assert "net income attributable to holders" in s.text
+    rec = idx.registry.get("acme")
+    args = (rec.doc_hash, "acme", rec.source_path, s.start_line, s.end_line, s.end_line, ())
+    best = [Hit(s.chunk_id, "", {}, 0.0)]
+    plain = r.deliver(*args, best)
+    headed = r.deliver(*args, best, head_lines=STATEMENT_HEAD_LINES)
+    assert plain.start_line > s.start_line and plain.start_line <= s.chunk_start_line <= plain.end_line
+    assert headed.start_line == s.start_line and headed.end_line >= s.chunk_end_line
 
 
 def test_breadcrumb_only_sections_come_after_sections_with_text(make_index, cases_dir):
