@@ -434,7 +434,7 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         if statement and (depth or kind or (label and label[0] != "statements") or _NOTES_TO.search(h.title)):
             statement = 0
         own_table = False
-        if lines is not None:
+        if lines is not None and (statement or (kind and not depth)):  # only where it decides
             end = headings[i + 1].line - 1 if i + 1 < len(headings) else len(lines)
             own_table = _table_like(lines, h.last_line + 1, end)
         if statement and not own_table:

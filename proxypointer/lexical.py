@@ -96,8 +96,7 @@ def name_words(text: str) -> list[str]:
     """
     out: list[str] = []
     for part in _NAME_PART.findall(text.lower()):
-        pieces = [p for p in _LETTERS_DIGITS.findall(part) if len(p) >= 2]
-        for w in (part, *pieces) if len(pieces) > 1 or (pieces and pieces[0] != part) else (part,):
+        for w in dict.fromkeys((part, *_LETTERS_DIGITS.findall(part))):  # the whole, then its pieces
             if len(w) >= 2 and w not in STOPWORDS:
                 out.append(w)
     return out
