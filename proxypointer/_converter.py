@@ -402,10 +402,10 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
     Subsidiaries``, ``YEAR ENDED MAY 31,``, ``Assets Current assets``, ``Liabilities and
     Equity``) as its children, one level below it, so that the statement is one section and
     its rows carry its name in their breadcrumbs: an unnumbered heading after the title nests
-    under it while its own text is empty or table-like (at least
+    under it while its own text is table-like (at least
     :data:`STATEMENT_MIN_FIGURE_SHARE` of its words are figures). The
     statement ends at the first heading that is numbered, labelled (part, item, note, the
-    notes heading), another statement's title, or followed by prose. A statement's title
+    notes heading), another statement's title, or followed by prose or by no text at all. A statement's title
     followed by prose (a discussion of the cash flows in MD&A) opens nothing.
 
     Args:
@@ -436,7 +436,8 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         own_table = False
         if lines is not None and (statement or (kind and not depth)):  # only where it decides
             end = headings[i + 1].line - 1 if i + 1 < len(headings) else len(lines)
-            own_table = _table_like(lines, h.last_line + 1, end)
+            # a piece of the statement's table has rows; its title may stand over nothing
+            own_table = _table_like(lines, h.last_line + 1, end, empty=not statement)
         if statement and not own_table:
             statement = 0
         level = depth or (statement + 1 if statement else 2)
@@ -457,9 +458,11 @@ _FIGURE = re.compile(r"(?<![\w.])\(?[-–]?\$?\d[\d,]*(?:\.\d+)?%?\)?(?![\w.])|(
 _NOTES_TO = re.compile(r"\bnotes\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}financial\s+statements\b", re.IGNORECASE)
 
 
-def _table_like(lines: list[str], a: int, b: int) -> bool:
-    """Tell whether lines a..b (1-based inclusive) are empty or rows of figures."""
+def _table_like(lines: list[str], a: int, b: int, empty: bool = True) -> bool:
+    """Tell whether lines a..b (1-based inclusive) are rows of figures (``empty``: or hold no text)."""
     body = [x for x in lines[a - 1 : b] if x.strip() and not _COMMENT_LINE.match(x)]
+    if not body:
+        return empty
     words = sum(len(x.split()) for x in body)
     figures = sum(len(_FIGURE.findall(x)) for x in body)
     return figures >= STATEMENT_MIN_FIGURE_SHARE * words

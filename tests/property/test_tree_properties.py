@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from proxypointer._markdown import parse_blocks
 from proxypointer.config import TreeConfig
-from proxypointer.titles import is_row_or_furniture, is_title_line, numbering_depth
+from proxypointer.titles import is_row_or_furniture, is_title_line, numbering_depth, statement_kind
 from proxypointer.tree import build_tree, explain_headings, normalise_text, split_lines
 
 from .invariants import check_tree_invariants
@@ -118,4 +118,12 @@ def test_converter_rules_on_converter_like_documents(text):
         assert h.line in paragraphs and is_title_line(lines[h.line - 1]), h
         assert not lines[h.line - 1].startswith(("- ", "> ", "```"))
     assert not any(is_row_or_furniture(h.title) for h in headings)
-    assert all(h.level == (numbering_depth(h.title) or 2) for h in headings)
+    # levels from numbering, 2 when none; 3 only for a piece of a financial statement's table,
+    # under the unnumbered statement title that opened it
+    opened = None
+    for h in headings:
+        if numbering_depth(h.title) or h.level != 3:
+            assert h.level == (numbering_depth(h.title) or 2), h
+            opened = h if h.level == 2 and statement_kind(h.title) else None
+        else:
+            assert opened is not None, h

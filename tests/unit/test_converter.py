@@ -525,3 +525,15 @@ def test_a_statement_title_over_prose_opens_no_statement():
     by = {n.title: n for n in tree.nodes}
     for title in ("Operating activities", "Investing activities"):
         assert tree.node(by[title].parent_id).title != "Consolidated Statements of Cash Flows"
+
+
+def test_a_heading_without_text_ends_a_statement():
+    # a piece of a statement's table has rows; an empty heading after the title (an auditor's
+    # report title, "Overview") is not one of them
+    text = ("# ACME FORM 10-K\n\n### Statement of Cash Flows\n\n(in millions) 2023 2022\n\n"
+            "### Report of Independent Registered Public Accounting Firm\n\n### Opinion\n\nWe have audited the "
+            "statements and found them fair in all material respects.\n")
+    tree = build_tree(text, "acme", ON)
+    by = {n.title: n for n in tree.nodes}
+    report = by["Report of Independent Registered Public Accounting Firm"]
+    assert "Statement of Cash Flows" not in tree.title_path(report.node_id)
