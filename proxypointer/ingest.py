@@ -475,8 +475,7 @@ def missing_embeddings(
 
     Returns:
         ``(known, todo)``: cached vectors by content hash (float32 ``(dim,)``), and
-        ``content_hash -> embed_text`` for the rest, each text once, longest first (so that
-        consecutive forward passes pad little).
+        ``content_hash -> embed_text`` for the rest, each text once, in chunk order.
     """
     hashes = [c.content_hash for c in chunks]
     known = registry.cached_embeddings(model, hashes)
@@ -484,7 +483,7 @@ def missing_embeddings(
     for c, h in zip(chunks, hashes, strict=True):
         if h not in known and h not in todo:
             todo[h] = c.embed_text
-    return known, {h: todo[h] for h in sorted(todo, key=lambda h: -len(todo[h]))}
+    return known, todo
 
 
 def encode_groups(
@@ -493,7 +492,9 @@ def encode_groups(
     """Encode texts ``group_size`` at a time, yielding ``content_hash -> vector`` per group.
 
     The caller stores each group before asking for the next (``registry.cache_embeddings``),
-    so an interruption loses at most one group.
+    so an interruption loses at most one group. Texts go longest first in word pieces (the
+    embedder's tokenizer, when it has ``count_batch``), so that a group, and each forward pass
+    in it, holds texts of about one length and pads little (``SentenceTransformerEmbedder.encode``).
 
     Args:
         todo: ``content_hash -> embed_text`` (from :func:`missing_embeddings`).
@@ -504,6 +505,10 @@ def encode_groups(
         Vectors float32 ``(dim,)``, L2-normalised, by content hash.
     """
     order = list(todo)
+    count = getattr(getattr(embedder, "tokenizer", None), "count_batch", None)
+    if count is not None and len(order) > 1:
+        pieces = dict(zip(order, count([todo[h] for h in order]), strict=True))
+        order.sort(key=lambda h: -pieces[h])
     step = max(1, group_size)
     for i in range(0, len(order), step):
         group = order[i : i + step]

@@ -462,8 +462,9 @@ def phase_langchain(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 
     class LCEmbeddings(Embeddings):
         """Our model object behind LangChain's interface, as HuggingFaceEmbeddings wraps one:
-        ``model.encode(texts, batch_size=...)`` (its default ``encode_kwargs`` give
-        sentence-transformers' batch size, 32)."""
+        the sentence-transformers model's own ``encode(texts, batch_size=...)`` (its default
+        ``encode_kwargs`` give sentence-transformers' batch size, 32), not our ``encode``,
+        which batches by word pieces (a user of LangChain does not get that)."""
 
         def __init__(self, batch_size: int) -> None:
             self.batch_size = batch_size
@@ -471,7 +472,8 @@ def phase_langchain(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
             t = time.perf_counter()
             if isinstance(embedder, SentenceTransformerEmbedder):
-                v = embedder.encode(list(texts), batch_size=self.batch_size)
+                v = np.asarray(embedder.model.encode(list(texts), batch_size=self.batch_size,
+                                                     show_progress_bar=False), dtype=np.float32)
             else:  # the hashing fake of the smoke run has no batches
                 v = embedder.encode(list(texts))
             timer.seconds += time.perf_counter() - t

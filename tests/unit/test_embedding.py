@@ -61,3 +61,29 @@ def test_offline_variables_are_not_set_for_the_user(stub_sentence_transformers, 
         monkeypatch.delenv(name, raising=False)
     SentenceTransformerEmbedder(trace_query=False, query_threads=None).encode(["x"])
     assert not {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"} & set(os.environ)
+
+
+class _RecordingModel(_StubModel):
+    calls: list[list[str]] = []
+
+    def encode(self, texts, **kwargs):
+        _RecordingModel.calls.append(list(texts))
+        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+def test_batches_hold_texts_of_about_one_length_in_word_pieces(stub_sentence_transformers):
+    # each forward pass pads to its longest text, so batches are cut from the texts ordered by
+    # word pieces, not by characters: "0.731±0.012" is short in characters and long in pieces
+    stub_sentence_transformers.SentenceTransformer = _RecordingModel
+    _RecordingModel.calls = []
+    texts = ["extraordinarily", "0.731±0.012 (p<0.05)", "a", "see table", "x1=3.2e-4, y2=7.1e-3",
+             "internationalisation"]
+    embedder = SentenceTransformerEmbedder(EmbeddingConfig(batch_size=2), trace_query=False, query_threads=None)
+    vectors = embedder.encode(texts)
+    assert [row[0] for row in vectors] == [len(t) for t in texts]  # rows in the order of the input
+    pieces = dict(zip(texts, embedder.tokenizer.count_batch(texts), strict=True))
+    calls = _RecordingModel.calls
+    assert len(calls) == 3 and all(len(c) == 2 for c in calls)  # one call per batch of batch_size
+    for longer, shorter in zip(calls, calls[1:], strict=False):
+        assert min(pieces[t] for t in longer) >= max(pieces[t] for t in shorter)
+    assert set(calls[0]) == {"0.731±0.012 (p<0.05)", "x1=3.2e-4, y2=7.1e-3"}
