@@ -314,6 +314,17 @@ class RetrievalConfig:
             subsection) delivered whole under ``subtree_cap_tokens``; a longer one is cut to
             one window (``excerpt_tokens``) around its best-ranked chunks.
         excerpt_tokens: Size of that window; 0 (default): ``own_text_tokens``.
+        tail_own_tokens: Sections ranked after the first ``full_ranks`` deliver at most this
+            many tokens of their own text (a longer one as an excerpt of this size around its
+            best chunks), so the best-ranked sections get the room; their subtree cap is
+            unchanged (a small section is still delivered whole). 0: every rank alike. 400 with
+            ``full_ranks`` 2, measured on the three dev sets (docs/evaluation.md, delivery
+            round): tokens@5 -18% on long reports (3,542 -> 2,910) and -21% on FinanceBench
+            with hit@5 unchanged on both; on all of QASPER dev -4% tokens and hit@5 -0.7
+            points (6 of 892 questions whose evidence lay outside the excerpt of a section
+            ranked 3rd to 5th). Capping the tail's subtrees too cost 1-7 QASPER points.
+        full_ranks: Sections (1-based ranks ``1..full_ranks``) delivered under
+            ``own_text_tokens`` when ``tail_own_tokens`` is set.
         demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
             no text of its own, shared case 11) after every section with text, unless a label
             in the query names them: their chunk matches any query that names the document.
@@ -338,6 +349,8 @@ class RetrievalConfig:
     subtree_cap_tokens: int = 1000
     own_text_tokens: int = 1000
     excerpt_tokens: int = 0
+    tail_own_tokens: int = 400
+    full_ranks: int = 2
     demote_empty: bool = True
 
     def __post_init__(self) -> None:
@@ -389,6 +402,10 @@ class RetrievalConfig:
             f"expected an int >= 1, got {self.own_text_tokens}",
         )
         _check(self.excerpt_tokens >= 0, "retrieval.excerpt_tokens", f"expected an int >= 0, got {self.excerpt_tokens}")
+        _check(
+            self.tail_own_tokens >= 0, "retrieval.tail_own_tokens", f"expected an int >= 0, got {self.tail_own_tokens}"
+        )
+        _check(self.full_ranks >= 1, "retrieval.full_ranks", f"expected an int >= 1, got {self.full_ranks}")
 
 
 @dataclass(frozen=True, slots=True)

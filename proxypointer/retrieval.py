@@ -481,7 +481,8 @@ class Retriever:
             (``retrieval.demote_empty``). Each section's ``text`` is what the delivery policy
             gives (``retrieval.subtree_cap_tokens``, :mod:`proxypointer.delivery`): the whole
             section when it has at most ``subtree_cap_tokens`` tokens, else its own text (cut
-            to ``own_text_tokens``) and an ``outline`` of its children.
+            to ``own_text_tokens``, to ``tail_own_tokens`` for sections ranked after
+            ``full_ranks``) and an ``outline`` of its children.
 
         Raises:
             ConfigError: If ``k`` < 1, the query is empty, or a filter is not supported.
@@ -598,10 +599,12 @@ class Retriever:
         for ranking, ids in by_ranking.values():
             if ranking.vectors is not None:
                 cosine.update(self.ranker.cosines(ids, ranking.vectors))
+        cfg = self.config
         return [
             self._section(full[c.section.chunk_id], full[c.chunk.chunk_id], cosine.get(c.chunk.chunk_id, 0.0),
-                          c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "")
-            for c in candidates
+                          c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "",
+                          tail=bool(cfg.tail_own_tokens) and rank > cfg.full_ranks)
+            for rank, c in enumerate(candidates, 1)
         ]
 
     def section_of_hit(self, hit: Hit, score: float, rank_score: float, group: Sequence[Hit] = ()) -> Section:
@@ -619,7 +622,7 @@ class Retriever:
         return self._section(hit, hit, score, rank_score, tuple(group) or (hit,))
 
     def _section(self, section: Hit, chunk: Hit, score: float, rank_score: float,
-                 group: Sequence[Hit] = (), reached_via: str = "") -> Section:
+                 group: Sequence[Hit] = (), reached_via: str = "", tail: bool = False) -> Section:
         m, c = section.metadata, chunk.metadata
         start, end = int(m["start_line"]), int(m["end_line"])
         lines = self.source_lines(m["doc_hash"])
@@ -634,6 +637,7 @@ class Retriever:
                 live.tree.children(node.node_id) if node is not None else (),
                 own,
                 STATEMENT_HEAD_LINES if statement_kind(str(m.get("title", ""))) else 0,
+                tail=tail,
             )
         return build_section(
             doc_id=m["doc_id"],
@@ -669,6 +673,8 @@ class Retriever:
         children: Sequence[Any],
         hits: Sequence[Hit] = (),
         head_lines: int = 0,
+        *,
+        tail: bool = False,
     ) -> Delivery:
         """Apply the delivery policy (``retrieval.subtree_cap_tokens``) to one section.
 
@@ -685,17 +691,23 @@ class Retriever:
             head_lines: An excerpt also takes in the section's first this many lines when the
                 span from them to its best chunks fits the window (a statement's title and
                 column headers, without which its rows cannot be read); 0: no.
+            tail: The section ranks after ``retrieval.full_ranks``: its own text is delivered
+                under ``retrieval.tail_own_tokens`` (when set) instead of ``own_text_tokens``.
 
         Returns:
             The delivery (:func:`~proxypointer.delivery.plan_delivery`).
         """
         cfg = self.config
+        cap, own_cap, window = cfg.subtree_cap_tokens, cfg.own_text_tokens, cfg.excerpt_tokens
+        if tail and cfg.tail_own_tokens:
+            window = min(window or own_cap, cfg.tail_own_tokens)
+            own_cap = min(own_cap, cfg.tail_own_tokens)
         toks = self.reader_tokens(doc_hash)
         whole = sum(toks[start_line - 1 : end_line])
         ranges: list[tuple[int, int]] = []
-        if cfg.subtree_cap_tokens and whole > cfg.subtree_cap_tokens:
+        if cap and whole > cap:
             own = sum(toks[start_line - 1 : max(start_line, min(body_end_line, end_line))])
-            if own > cfg.own_text_tokens and hits:  # an excerpt: where did its chunks match?
+            if own > own_cap and hits:  # an excerpt: where did its chunks match?
                 unique = list({h.chunk_id: h for h in hits}.values())
                 for h in self.ranker.hydrate(unique):
                     hm = h.metadata
@@ -710,10 +722,10 @@ class Retriever:
             children=children,
             line_tokens=toks,
             chunks=ranges,
-            cap_tokens=cfg.subtree_cap_tokens,
-            own_tokens=cfg.own_text_tokens,
+            cap_tokens=cap,
+            own_tokens=own_cap,
             citation_base=f"{doc_id}{Path(source).suffix or '.md'}",
-            excerpt_tokens=cfg.excerpt_tokens,
+            excerpt_tokens=window,
         )
 
     def reader_tokens(self, doc_hash: str) -> list[int]:

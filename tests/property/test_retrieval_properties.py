@@ -119,8 +119,10 @@ def test_retrieve_returns_min_k_and_sections_in_every_mode(docs, query, k, allow
     query=st.lists(st.sampled_from(WORDS) | _labels, min_size=1, max_size=4).map(" ".join),
     cap=st.integers(0, 120),
     own=st.integers(1, 60),
+    tail=st.integers(0, 60),
+    full=st.integers(1, 3),
 )
-def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own):
+def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own, tail, full):
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus"
         corpus.mkdir()
@@ -133,10 +135,13 @@ def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own):
             assert not idx.ingest([corpus], show_progress=False).failed
         tok = embedder.tokenizer
         for mode in DELIVERY_MODES:
-            cfg = ProxyPointerConfig(retrieval=RetrievalConfig(subtree_cap_tokens=cap, own_text_tokens=own, **mode))
+            cfg = ProxyPointerConfig(retrieval=RetrievalConfig(
+                subtree_cap_tokens=cap, own_text_tokens=own, tail_own_tokens=tail, full_ranks=full, **mode))
             with Index(Path(tmp) / "store", cfg, embedder) as idx:
-                for s in Retriever(idx).retrieve(query, k=12):
-                    _check_delivery(s, texts[s.doc_id].split("\n"), tok, cap, own, mode)
+                for rank, s in enumerate(Retriever(idx).retrieve(query, k=12), 1):
+                    # sections ranked after full_ranks deliver at most tail_own_tokens of own text
+                    o = min(own, tail) if tail and rank > full else own
+                    _check_delivery(s, texts[s.doc_id].split("\n"), tok, cap, o, mode)
 
 
 def _check_delivery(s, lines, tok, cap, own, mode):

@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.delivery import Delivery
 from proxypointer.errors import ConfigError
 from proxypointer.retrieval import STATEMENT_HEAD_LINES, Retriever
 from proxypointer.store import Hit
@@ -587,6 +588,26 @@ def test_a_long_leaf_is_cut_to_a_window_around_its_best_chunk(make_index, tmp_pa
     assert s.text == "\n".join(LONG.split("\n")[s.text_start_line - 1 : s.text_end_line])
     assert s.start_line <= s.chunk_start_line and s.text_start_line <= s.chunk_start_line <= s.text_end_line
     assert s.citation == f"manual.md#L{s.text_start_line}-L{s.text_end_line}"
+
+
+def test_sections_ranked_after_full_ranks_deliver_less_own_text(make_index, tmp_path):
+    idx = _capped(make_index, tmp_path, LONG, "manual", subtree_cap_tokens=300, own_text_tokens=120,
+                  tail_own_tokens=50, full_ranks=1)
+    tok = idx.embedder.tokenizer
+    r = Retriever(idx)
+    first = r.retrieve("how often is the pump filter cleaned", k=1)[0]
+    assert first.delivery == "excerpt" and 50 < tok.count(first.text) <= 120  # rank 1: the full window
+    rec = idx.registry.get("manual")
+    args = (rec.doc_hash, "manual", rec.source_path, first.start_line, first.end_line, first.end_line, ())
+    best = [Hit(first.chunk_id, "", {}, 0.0)]
+    tail = r.deliver(*args, best, tail=True)  # the same section at rank 2 or later
+    lines = LONG.split("\n")
+    assert tail.kind == "excerpt" and tok.count("\n".join(lines[tail.start_line - 1 : tail.end_line])) <= 50
+    assert tail.start_line <= first.chunk_start_line <= tail.end_line  # still around its best chunk
+    assert r.deliver(*args, best) == Delivery("excerpt", first.text_start_line, first.text_end_line)
+    # a section that fits the subtree cap is still delivered whole at any rank
+    small = r.deliver(rec.doc_hash, "manual", rec.source_path, 1, 4, 4, (), best, tail=True)
+    assert small == Delivery("subtree", 1, 4)
 
 
 STATEMENT = "# Acme 10-K\n\n## Consolidated Statements of Operations\n\n(in millions) 2023 2022\n\n" + "".join(
