@@ -315,9 +315,13 @@ class RetrievalConfig:
             one window (``excerpt_tokens``) around its best-ranked chunks.
         excerpt_tokens: Size of that window; 0 (default): ``own_text_tokens``.
         tail_own_tokens: Sections ranked after the first ``full_ranks`` deliver at most this
-            many tokens of their own text (a longer one as an excerpt of this size around its
-            best chunks), so the best-ranked sections get the room; their subtree cap is
-            unchanged (a small section is still delivered whole). 0: every rank alike. 400 with
+            many tokens of their own text (a longer one as an excerpt of at most this size, or
+            of ``excerpt_tokens`` when smaller, around its best chunks), so the best-ranked
+            sections get the room; their subtree cap is unchanged (a small section is still
+            delivered whole), and with ``subtree_cap_tokens`` 0 every section is delivered
+            whole at any rank. Only ``retrieve``'s ranked list is concerned: sections added by
+            references, and sections delivered by ``assemble``, keep ``own_text_tokens``.
+            0: every rank alike. 400 with
             ``full_ranks`` 2, measured on the three dev sets (docs/evaluation.md, delivery
             round): tokens@5 -18% on long reports (3,542 -> 2,910) and -21% on FinanceBench
             with hit@5 unchanged on both; on all of QASPER dev -4% tokens and hit@5 -0.7

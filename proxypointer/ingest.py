@@ -493,7 +493,7 @@ def encode_groups(
 
     The caller stores each group before asking for the next (``registry.cache_embeddings``),
     so an interruption loses at most one group. Texts go longest first in word pieces (the
-    embedder's tokenizer, when it has ``count_batch``), so that a group, and each forward pass
+    embedder's tokenizer, when it has ``count_batch``; else in characters), so that a group, and each forward pass
     in it, holds texts of about one length and pads little (``SentenceTransformerEmbedder.encode``).
 
     Args:
@@ -509,6 +509,8 @@ def encode_groups(
     if count is not None and len(order) > 1:
         pieces = dict(zip(order, count([todo[h] for h in order]), strict=True))
         order.sort(key=lambda h: -pieces[h])
+    else:  # no word-piece counts: characters are the next best measure of length
+        order.sort(key=lambda h: -len(todo[h]))
     step = max(1, group_size)
     for i in range(0, len(order), step):
         group = order[i : i + step]

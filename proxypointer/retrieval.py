@@ -65,7 +65,9 @@ class Section:
         end_line: Last line of the section, 1-based inclusive (the whole subtree).
         text: What is delivered (see ``delivery``): the exact stored source lines
             ``text_start_line..text_end_line``, joined with ``\\n``; only a single line longer
-            than ``retrieval.own_text_tokens`` is cut, at a word-piece boundary. Its size is
+            than the excerpt window (``retrieval.excerpt_tokens`` or ``own_text_tokens``, at
+            most ``tail_own_tokens`` after the first ``full_ranks``) is cut, at a word-piece
+            boundary. Its size is
             bounded by the delivery policy in word pieces as a reader is shown them (inline
             base64 payloads count as their placeholder, shared case 31).
         score: Cosine similarity between the query and the chunk ``chunk_id`` (the section's

@@ -65,10 +65,11 @@ def test_offline_variables_are_not_set_for_the_user(stub_sentence_transformers, 
 
 class _RecordingModel(_StubModel):
     calls: list[list[str]] = []
+    ids: dict[str, int] = {}
 
     def encode(self, texts, **kwargs):
         _RecordingModel.calls.append(list(texts))
-        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+        return np.array([[_RecordingModel.ids[t], 1.0, 0.0] for t in texts], dtype=np.float32)
 
 
 def test_batches_hold_texts_of_about_one_length_in_word_pieces(stub_sentence_transformers):
@@ -78,9 +79,10 @@ def test_batches_hold_texts_of_about_one_length_in_word_pieces(stub_sentence_tra
     _RecordingModel.calls = []
     texts = ["extraordinarily", "0.731±0.012 (p<0.05)", "a", "see table", "x1=3.2e-4, y2=7.1e-3",
              "internationalisation"]
+    _RecordingModel.ids = {t: i for i, t in enumerate(texts)}
     embedder = SentenceTransformerEmbedder(EmbeddingConfig(batch_size=2), trace_query=False, query_threads=None)
     vectors = embedder.encode(texts)
-    assert [row[0] for row in vectors] == [len(t) for t in texts]  # rows in the order of the input
+    assert [row[0] for row in vectors] == list(range(len(texts)))  # rows in the order of the input
     pieces = dict(zip(texts, embedder.tokenizer.count_batch(texts), strict=True))
     calls = _RecordingModel.calls
     assert len(calls) == 3 and all(len(c) == 2 for c in calls)  # one call per batch of batch_size
