@@ -493,8 +493,9 @@ def encode_groups(
 
     The caller stores each group before asking for the next (``registry.cache_embeddings``),
     so an interruption loses at most one group. Texts go longest first in word pieces (the
-    embedder's tokenizer, when it has ``count_batch``; else in characters), so that a group, and each forward pass
-    in it, holds texts of about one length and pads little (``SentenceTransformerEmbedder.encode``).
+    embedder's tokenizer, when it has ``count_batch``; else in characters), so that a group,
+    and each forward pass in it, holds texts of about one length and pads little
+    (``SentenceTransformerEmbedder.encode``).
 
     Args:
         todo: ``content_hash -> embed_text`` (from :func:`missing_embeddings`).
