@@ -484,7 +484,9 @@ class Ranker:
 
         The registry's title index (BM25 over each heading's title path, Porter-stemmed:
         :meth:`~proxypointer.registry.Registry.title_search`) ranks sections; each found section
-        contributes its best chunk by cosine similarity, anywhere in its subtree, so a question
+        contributes its best chunk by cosine similarity, anywhere in its subtree (the subtree's
+        chunk ids come with the title row; only rows written by an older version read the
+        document's tree), so a question
         that names "the balance sheet" reaches the statement under that title whatever words its
         rows use. Measured by the research lab as ``q-tlex-stem`` (docs/evaluation.md, "Ideas
         measured": the only ranking idea that helped on all three dev sets).
@@ -511,10 +513,11 @@ class Ranker:
         seen: set[str] = set()
         for i in range(0, len(found), max(n, 1)):
             groups = []
-            for doc_id, version, node_id, score in found[i : i + max(n, 1)]:
-                live = self.trees.get(doc_id, version)
-                if live is not None:
-                    groups.append((score, live.subtree_chunks(node_id)))
+            for hit in found[i : i + max(n, 1)]:
+                if hit.chunk_ids is not None:  # kept with the row: no tree to read
+                    groups.append((hit.score, hit.chunk_ids))
+                elif (live := self.trees.get(hit.doc_id, hit.version)) is not None:
+                    groups.append((hit.score, live.subtree_chunks(hit.node_id)))
             for score, best in zip((g[0] for g in groups), self._best_chunks([g[1] for g in groups], vectors, cosine,
                                                                                budget), strict=True):
                 if best is not None and best not in seen:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,7 @@ __all__ = [
     "TITLE_INDEX",
     "DocumentRecord",
     "Registry",
+    "TitleHit",
     "decode_record",
     "encode_record",
     "lexical_text",
@@ -98,7 +99,8 @@ CREATE TABLE IF NOT EXISTS title_rows (
     id INTEGER PRIMARY KEY,          -- rowid of the section's row in titles_fts
     doc_id TEXT NOT NULL,
     version TEXT NOT NULL,           -- the document version whose tree the row was taken from
-    node_id TEXT NOT NULL
+    node_id TEXT NOT NULL,
+    chunks TEXT                      -- the live chunks of the node's subtree (see _title_rows); NULL: not known
 );
 CREATE INDEX IF NOT EXISTS title_rows_doc ON title_rows (doc_id);
 """
@@ -126,9 +128,30 @@ LEXICAL_TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: How the title index (``titles_fts``: one row per heading of each live document, its title
 #: path's words, :func:`~proxypointer.lexical.title_field`) is built: a version of the text
 #: builder and the FTS5 tokenizer, the same Porter stemming as the chunk index (``taxes`` and
-#: ``tax`` meet, ``liabilities`` and ``liability``). A store whose title index was built
+#: ``tax`` meet, ``liabilities`` and ``liability``). Version 2 keeps each row's subtree chunk ids
+#: (``title_rows.chunks``), so a query reads no tree. A store whose title index was built
 #: otherwise (or not at all) is rebuilt from the live documents' stored trees on first use.
-TITLE_INDEX = "title-path-words-1 " + LEXICAL_TOKENIZER
+TITLE_INDEX = "title-path-words-2 " + LEXICAL_TOKENIZER
+
+
+class TitleHit(NamedTuple):
+    """One section found by :meth:`Registry.title_search`.
+
+    Attributes:
+        doc_id: Document id.
+        version: The live version whose tree the row was taken from.
+        node_id: The heading's node id.
+        score: ``-bm25()`` of its title path (higher is better).
+        chunk_ids: Live chunk ids of the node's subtree (the node and its descendants, in
+            document order), kept with the row when the version went live; ``None`` for a row
+            written by an older version of this library (read the tree instead).
+    """
+
+    doc_id: str
+    version: str
+    node_id: str
+    score: float
+    chunk_ids: tuple[str, ...] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +241,13 @@ class Registry:
                     raise
         # Finds the rows still to fill without scanning the table (empty once all are filled).
         self._db.execute("CREATE INDEX IF NOT EXISTS chunks_no_record ON chunks (chunk_id) WHERE record IS NULL")
+        # Title rows keep their subtree's chunk ids (TITLE_INDEX 2; older rows read NULL).
+        if "chunks" not in {row[1] for row in self._db.execute("PRAGMA table_info(title_rows)")}:
+            try:
+                self._db.execute("ALTER TABLE title_rows ADD COLUMN chunks TEXT")
+            except sqlite3.OperationalError as err:  # another process added it first
+                if "duplicate column" not in str(err):
+                    raise
         # Which document a file is indexed as (discovery refuses a file under two doc ids).
         self._db.execute("CREATE INDEX IF NOT EXISTS documents_source ON documents (source_path)")
 
@@ -597,8 +627,7 @@ class Registry:
             doc_ids: Only sections of these documents; an empty list matches nothing.
 
         Returns:
-            ``(doc_id, version, node_id, score)``, score = ``-bm25()`` (higher is better), for
-            rows of live versions only.
+            :class:`TitleHit` rows of live versions only, best first.
 
         Raises:
             StoreError: If SQLite fails.
@@ -607,7 +636,7 @@ class Registry:
         if match is None:
             return []
         sql = (
-            "SELECT r.doc_id, r.version, r.node_id, -bm25(titles_fts) FROM titles_fts"
+            "SELECT r.doc_id, r.version, r.node_id, -bm25(titles_fts), r.chunks FROM titles_fts"
             " JOIN title_rows r ON r.id = titles_fts.rowid"
             " JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
             " WHERE titles_fts MATCH ?"
@@ -616,9 +645,14 @@ class Registry:
         sql += " ORDER BY bm25(titles_fts), r.id LIMIT ?"
         args.append(n)
         try:
-            return [(d, v, node, float(score)) for d, v, node, score in self._db.execute(sql, args)]
+            rows = self._db.execute(sql, args).fetchall()
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: title search failed ({err})") from err
+        return [
+            TitleHit(d, v, node, float(score), None if chunks is None else
+                     tuple(f"{d}::{v}::{tail}" for tail in chunks.split()))
+            for d, v, node, score, chunks in rows
+        ]
 
     def _rare_terms(self, terms: list[str], budget: int, table: str = "chunks") -> list[str]:
         """Keep the rarest terms whose rows add up to at most ``budget``, in query order."""
@@ -845,20 +879,24 @@ class Registry:
 
     @staticmethod
     def _insert_titles(db: sqlite3.Connection, doc_id: str, version: str, tree_json: str) -> None:
-        """Insert the title rows of one document version (none may exist; no-op before the table exists)."""
+        """Insert the title rows of one document version (none may exist; no-op before the table exists).
+
+        Reads the document's live chunk ids from the chunks table: call it after they are written.
+        """
         if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'titles_fts'").fetchone():
             return
-        rows = _title_rows(tree_json)
+        chunk_ids = [r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        rows = _title_rows(tree_json, _chunks_by_node(chunk_ids, version))
         if not rows:
             return
         first = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM title_rows").fetchone()[0]
         db.executemany(
-            "INSERT INTO title_rows (id, doc_id, version, node_id) VALUES (?, ?, ?, ?)",
-            [(first + i, doc_id, version, node_id) for i, (node_id, _) in enumerate(rows)],
+            "INSERT INTO title_rows (id, doc_id, version, node_id, chunks) VALUES (?, ?, ?, ?, ?)",
+            [(first + i, doc_id, version, node_id, chunks) for i, (node_id, _, chunks) in enumerate(rows)],
         )
         db.executemany(
             "INSERT INTO titles_fts (rowid, title) VALUES (?, ?)",
-            [(first + i, text) for i, (_, text) in enumerate(rows)],
+            [(first + i, text) for i, (_, text, _) in enumerate(rows)],
         )
 
     @staticmethod
@@ -1086,18 +1124,40 @@ def _try_decode(record: bytes) -> tuple[str, dict[str, Any]] | None:
     return text, metadata
 
 
-def _title_rows(tree_json: str) -> list[tuple[str, str]]:
-    """``(node_id, title field)`` of each heading of a stored tree (:func:`tree_to_json` rows).
+def _chunks_by_node(chunk_ids: Iterable[str], version: str) -> dict[str, list[str]]:
+    """``node_id -> ["node_id::index", ...]`` of the chunk ids of one version, in chunk order.
+
+    Chunk ids read ``doc_id::version::node_id::index`` (:func:`~proxypointer.chunking.chunk_document`);
+    ids of other versions are left out.
+    """
+    out: dict[str, list[str]] = {}
+    for cid in sorted(chunk_ids):
+        parts = cid.rsplit("::", 3)
+        if len(parts) == 4 and parts[1] == version:
+            out.setdefault(parts[2], []).append(f"{parts[2]}::{parts[3]}")
+    return out
+
+
+def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> list[tuple[str, str, str]]:
+    """``(node_id, title field, subtree chunks)`` of each heading of a stored tree (:func:`tree_to_json` rows).
 
     The title field is the words of the title path, outermost heading first
-    (:func:`~proxypointer.lexical.title_field`); headings without a word get no row.
+    (:func:`~proxypointer.lexical.title_field`); headings without a word get no row. The
+    subtree chunks are the chunk id tails (``node_id::index``, from ``chunks``, as
+    :func:`_chunks_by_node` gives them) of the node and its descendants, depth first in the
+    tree's order (as :meth:`~proxypointer.livetrees.LiveTree.subtree_chunks`), joined by spaces.
     """
     try:
         nodes = json.loads(tree_json or "[]")
     except ValueError:
         return []
+    chunks = chunks or {}
     title = {n[0]: n[1] for n in nodes}
     parent = {n[0]: n[7] for n in nodes}
+    children: dict[str, list[str]] = {}
+    for n in nodes:
+        if n[7] in title:
+            children.setdefault(n[7], []).append(n[0])
     out = []
     for n in nodes:
         if n[8] != "heading":
@@ -1108,7 +1168,15 @@ def _title_rows(tree_json: str) -> list[tuple[str, str]]:
             node = parent[node]
         text = title_field(reversed(path))
         if text:
-            out.append((n[0], text))
+            tails, todo, seen = [], [n[0]], set()
+            while todo:
+                node = todo.pop()
+                if node in seen:  # a malformed tree cannot loop
+                    continue
+                seen.add(node)
+                tails.extend(chunks.get(node, ()))
+                todo.extend(reversed(children.get(node, ())))
+            out.append((n[0], text, " ".join(tails)))
     return out
 
 

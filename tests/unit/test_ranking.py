@@ -217,6 +217,22 @@ def test_a_section_found_by_its_title_gives_its_best_chunk(filing):
     assert ranker.titles("the of and", 5, None, vectors, {}) == []  # stop words only
 
 
+def test_title_rows_carry_the_subtree_chunks_of_the_live_tree_and_older_rows_still_work(filing, monkeypatch):
+    ranker = Ranker(filing)
+    rows = filing.registry.title_search(["balance", "sheet", "note", "debt", "water", "report"], 200)
+    assert len(rows) > 5
+    for row in rows:  # what the row keeps is what the tree says
+        assert row.chunk_ids == tuple(ranker.trees.get(row.doc_id, row.version).subtree_chunks(row.node_id))
+    vectors = ranker.query_vectors("balance sheet")
+    fresh = Ranker(filing)
+    monkeypatch.setattr(fresh.trees, "get", lambda *a: pytest.fail("a tree was read"))
+    stored = fresh.titles("balance sheet", 5, None, vectors, {})
+    monkeypatch.undo()
+    # rows of an older writer (no chunk ids) are answered from the trees, with the same hits
+    filing.registry._db.execute("UPDATE title_rows SET chunks = NULL")
+    assert Ranker(filing).titles("balance sheet", 5, None, vectors, {}) == stored
+
+
 def test_a_label_named_in_the_query_puts_its_section_first(filing):
     ranker = Ranker(filing)
     live = ranker.trees.get("harborlight-10k-2023")

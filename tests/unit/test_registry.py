@@ -284,7 +284,7 @@ FILING = tree_json(("i8", "ITEM 8. **Financial Statements**", ""), ("bs", "CONSO
 
 
 def titles(reg, *terms, n=10, doc_ids=None):
-    return [(d, node) for d, _, node, _ in reg.title_search(list(terms), n, doc_ids)]
+    return [(h.doc_id, h.node_id) for h in reg.title_search(list(terms), n, doc_ids)]
 
 
 def test_title_rows_hold_the_title_path_stemmed_and_flip_with_the_version(reg):
@@ -294,7 +294,7 @@ def test_title_rows_hold_the_title_path_stemmed_and_flip_with_the_version(reg):
     assert set(titles(reg, "financial")) == {("f", "i8"), ("f", "bs"), ("f", "n14")}
     assert titles(reg, "14") == [("f", "n14")] and titles(reg, "debts") == [("f", "n14")]
     assert titles(reg, "statements")[0] == ("f", "i8")  # markup stripped: "**Financial Statements**"
-    (d, version, node, score), = reg.title_search(["debt"], 5)
+    (d, version, node, score, _), = reg.title_search(["debt"], 5)
     assert (d, version, node) == ("f", "v1", "n14") and score > 0  # higher is better
     commit_texts(reg, "f", "v2", ["y"], tree_json=tree_json(("cf", "Statements of Cash Flows", "")))
     assert titles(reg, "balance") == [] and titles(reg, "cash") == [("f", "cf")]
@@ -303,6 +303,21 @@ def test_title_rows_hold_the_title_path_stemmed_and_flip_with_the_version(reg):
     assert titles(reg, "cash") == []  # a document being deleted is not live
     reg.remove("f")
     assert reg._db.execute("SELECT COUNT(*) FROM title_rows").fetchone()[0] == 0
+
+
+def test_title_rows_keep_their_subtree_chunk_ids_so_a_query_reads_no_tree(reg):
+    ids = ["f::v1::i8::0000", "f::v1::bs::0000", "f::v1::bs::0001", "f::v1::n14::0000", "f::v1::pre::0000"]
+    reg.begin_write("f", "/x/f.md", "hv1")
+    reg.commit_version("f", source_path="/x/f.md", doc_hash="hv1", version="v1", title="T", line_count=3,
+                       n_sections=4, chunk_ids=ids, source_mtime=1.0, source_size=10,
+                       lexical_texts=["a", "b", "c", "d", "e"], tree_json=FILING)
+    reg.finish("f")
+    got = {h.node_id: h.chunk_ids for h in reg.title_search(["financial", "debt", "balance"], 10)}
+    # the node and its descendants, in the tree's order; "pre" (no title words) has no row
+    assert got == {"i8": tuple(ids[:4]), "bs": tuple(ids[1:3]), "n14": (ids[3],)}
+    # a row written by an older version of the library knows no chunks: the caller reads the tree
+    reg._db.execute("UPDATE title_rows SET chunks = NULL")
+    assert {h.chunk_ids for h in reg.title_search(["debt"], 10)} == {None}
 
 
 def test_title_search_filters_by_document_and_escapes_fts_syntax(reg):

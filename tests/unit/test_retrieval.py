@@ -524,7 +524,7 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
 
     assert reader.registry.title_search(lexical_terms("limescale"), 10) == []
     rows = reader.registry.title_search(lexical_terms("kettle"), 10)
-    assert rows and {v for _, v, _, _ in rows} == {reader.registry.get("guide").version}
+    assert rows and {r.version for r in rows} == {reader.registry.get("guide").version}
     assert ranker.titles("kettle limescale", 10, None, ranker.query_vectors("kettle"), {})
     (s,) = Retriever(reader).retrieve("kettle limescale", k=1)
     assert s.title == "Kettle" and "limescale" not in s.text
