@@ -58,5 +58,5 @@ def test_a_writer_killed_around_the_flip_leaves_lexical_hits_of_one_version(tmp_
     titles = index.registry.title_search(lexical_terms("limescale"), 10)
     assert bool(titles) == flipped
     kettle = index.registry.title_search(lexical_terms("kettle"), 10)
-    assert kettle and {v for _, v, _, _ in kettle + titles} == {live}
+    assert kettle and {h.version for h in kettle + titles} == {live}
     index.close()
