@@ -635,23 +635,36 @@ class Registry:
         match = self._fts_match(terms, n, doc_ids, "titles")
         if match is None:
             return []
+        # The best rows first, then their liveness: joining every matching row before the sort
+        # cost two thirds of the search at 230k title rows (36 ms -> 14 ms p50 for the questions
+        # of scripts/bench.py's query phase at 1M chunks). Rows of documents being deleted are
+        # read past: the inner limit grows until n live rows or every match came back.
+        inner = "SELECT rowid AS id, bm25(titles_fts) AS score FROM titles_fts WHERE titles_fts MATCH ?"
+        args: list[Any] = [match]
+        if doc_ids is not None:
+            ids = list(dict.fromkeys(doc_ids))
+            inner += f" AND rowid IN (SELECT id FROM title_rows WHERE doc_id IN ({','.join('?' * len(ids))}))"
+            args += ids
         sql = (
-            "SELECT r.doc_id, r.version, r.node_id, -bm25(titles_fts), r.chunks FROM titles_fts"
-            " JOIN title_rows r ON r.id = titles_fts.rowid"
-            " JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
-            " WHERE titles_fts MATCH ?"
+            f"SELECT -f.score, r.doc_id, r.version, r.node_id, r.chunks, d.doc_id IS NOT NULL"
+            f" FROM ({inner} ORDER BY score, rowid LIMIT ?) f JOIN title_rows r ON r.id = f.id"
+            " LEFT JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
+            " ORDER BY f.score, f.id"
         )
-        sql, args = _with_doc_filter(sql, [match], doc_ids)
-        sql += " ORDER BY bm25(titles_fts), r.id LIMIT ?"
-        args.append(n)
+        limit = 2 * n
         try:
-            rows = self._db.execute(sql, args).fetchall()
+            while True:
+                rows = self._db.execute(sql, [*args, limit]).fetchall()
+                live = [row[:5] for row in rows if row[5]]
+                if len(live) >= n or len(rows) < limit:
+                    break
+                limit *= 4
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: title search failed ({err})") from err
         return [
             TitleHit(d, v, node, float(score), None if chunks is None else
                      tuple(f"{d}::{v}::{tail}" for tail in chunks.split()))
-            for d, v, node, score, chunks in rows
+            for score, d, v, node, chunks in live[:n]
         ]
 
     def _rare_terms(self, terms: list[str], budget: int, table: str = "chunks") -> list[str]:

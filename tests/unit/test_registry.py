@@ -330,6 +330,16 @@ def test_title_search_filters_by_document_and_escapes_fts_syntax(reg):
     assert reg.title_search([], 5) == [] and reg.title_search(["risk"], 0) == []
 
 
+def test_title_search_reads_past_the_rows_of_documents_being_deleted(reg):
+    for d in "abcdef":  # equal titles: equal scores, ranked by row (a first)
+        commit_texts(reg, d, "v1", ["x"], tree_json=tree_json(("r", "Risk factors", "")))
+    for d in "abcde":
+        reg.begin_delete(d)
+    assert titles(reg, "risk", n=1) == [("f", "r")]  # the first rows read are all being deleted
+    assert titles(reg, "risk", n=3) == [("f", "r")]  # every match read: fewer than n live
+    assert titles(reg, "risk", n=2, doc_ids=["a", "f"]) == [("f", "r")]
+
+
 def test_an_older_store_gets_its_title_index_from_the_stored_trees(tmp_path):
     reg = Registry(tmp_path / "s")
     commit_texts(reg, "f", "v1", ["x"], tree_json=FILING)
