@@ -627,6 +627,7 @@ def commit_document(
         tree_json=doc.tree_json,
         records=[encode_record(c.text, chunk_metadata(c, source_path)) for c in doc.chunks],
         lexical_texts=[c.embed_text for c in doc.chunks],
+        content_hashes=[c.content_hash for c in doc.chunks],
     )
     if old:
         store.delete_ids(old)

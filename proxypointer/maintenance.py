@@ -68,7 +68,9 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
     Stores written before the registry kept record copies (docs/lifecycle.md) get them on
     their next ingest or ``check --repair`` (both call this); retrieval reads Chroma for
     chunks without a copy until then. Costs one registry query when nothing is missing
-    (Chroma is not opened).
+    (Chroma is not opened). Rows of such stores also get their embedding-cache key
+    (:meth:`~proxypointer.registry.Registry.fill_content_hashes`), so queries read their
+    vectors from SQLite instead of Chroma.
 
     Returns:
         Number of chunks given a copy.
@@ -89,6 +91,9 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
         logger.warning("%d live chunks are missing from Chroma; run `proxypointer check --repair`", absent)
     if filled:
         logger.info("copied %d chunk records from Chroma into the registry", filled)
+    hashed = registry.fill_content_hashes()
+    if hashed:
+        logger.info("gave %d chunks of an older store their embedding-cache key (vectors read from SQLite)", hashed)
     return filled
 
 

@@ -425,8 +425,12 @@ class Ranker:
         return {cid: float(s) for cid, s in zip(found, scores, strict=True)}
 
     def _vectors(self, chunk_ids: list[str]) -> tuple[list[str], np.ndarray] | None:
-        """Read stored vectors by id (:meth:`~proxypointer.store.ChromaStore.vectors`), or None.
+        """Read stored vectors by id, or None; the ids found keep their order in ``chunk_ids``.
 
+        The order is the tie-break of an exact search (equal cosines rank in request order,
+        whichever store a vector came from). First from the registry's embedding cache
+        (:meth:`~proxypointer.registry.Registry.chunk_vectors`: the vectors ingest wrote, read
+        from SQLite), the rest from Chroma (:meth:`~proxypointer.store.ChromaStore.vectors`).
         Chroma fails a whole read by id when another process writes meanwhile: a replaced
         version's chunks deleted, or new chunks that the metadata knows and this process's
         loaded vector index does not yet ("Error finding id"). The first is a document changed
@@ -437,13 +441,23 @@ class Ranker:
             StaleSourceError: If the read failed and some ids are of a version no longer live
                 (:meth:`~proxypointer.retrieval.Retriever.retrieve` then searches again).
         """
+        cached, vectors = self.index.registry.chunk_vectors(self.index.embedder.name, chunk_ids)
+        have = set(cached)
+        rest = [c for c in chunk_ids if c not in have]
+        if not rest:
+            return _in_order(chunk_ids, cached, vectors)
         try:
-            return self.index.store.vectors(chunk_ids)
+            found, more = self.index.store.vectors(rest)
         except StoreError as err:
-            if len(self.live(_id_hit(cid, 0.0) for cid in chunk_ids)) < len(chunk_ids):
+            if len(self.live(_id_hit(cid, 0.0) for cid in rest)) < len(rest):
                 raise StaleSourceError("a chunk's vector was deleted by a writer during the query") from err
-            logger.info("reading %d chunk vectors failed (%s); ranking without them", len(chunk_ids), err)
-            return None
+            logger.info("reading %d chunk vectors failed (%s); ranking without them", len(rest), err)
+            return _in_order(chunk_ids, cached, vectors) if cached else None
+        if not found:
+            return cached, vectors
+        if cached:
+            found, more = cached + found, np.concatenate([vectors, more])
+        return _in_order(chunk_ids, found, more)
 
     # -- lexical ----------------------------------------------------------------------------
     def lexical(self, query: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
@@ -788,6 +802,13 @@ def strip_titles(query: str, titles: Sequence[str]) -> str:
         out = re.sub(r"\s+".join(re.escape(w) for w in t.split()), " ", out, count=1, flags=re.IGNORECASE)
     out = " ".join(out.split()).strip(" .:;,-")
     return out or query
+
+
+def _in_order(wanted: Sequence[str], found: list[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``(found, vectors)`` reordered to follow ``wanted`` (every found id is in ``wanted``)."""
+    rank = {cid: i for i, cid in reversed(list(enumerate(wanted)))}
+    order = sorted(range(len(found)), key=lambda i: rank[found[i]])
+    return [found[i] for i in order], vectors[order]
 
 
 def _id_hit(chunk_id: str, score: float) -> Hit:

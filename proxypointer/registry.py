@@ -72,7 +72,8 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS chunks (
     chunk_id TEXT PRIMARY KEY,
     doc_id TEXT NOT NULL,
-    record BLOB                      -- [text, metadata] as written to Chroma (encode_record); NULL: none
+    record BLOB,                     -- [text, metadata] as written to Chroma (encode_record); NULL: none
+    content_hash TEXT                -- its embedding-cache key (Chunk.content_hash); NULL: not known
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -241,6 +242,15 @@ class Registry:
                     raise
         # Finds the rows still to fill without scanning the table (empty once all are filled).
         self._db.execute("CREATE INDEX IF NOT EXISTS chunks_no_record ON chunks (chunk_id) WHERE record IS NULL")
+        # Which cached embedding is each chunk's vector (chunk_vectors; older rows read NULL
+        # until fill_content_hashes), and an index that finds those rows without a scan.
+        if "content_hash" not in columns:
+            try:
+                self._db.execute("ALTER TABLE chunks ADD COLUMN content_hash TEXT")
+            except sqlite3.OperationalError as err:  # another process added it first
+                if "duplicate column" not in str(err):
+                    raise
+        self._db.execute("CREATE INDEX IF NOT EXISTS chunks_no_hash ON chunks (chunk_id) WHERE content_hash IS NULL")
         # Title rows keep their subtree's chunk ids (TITLE_INDEX 2; older rows read NULL).
         if "chunks" not in {row[1] for row in self._db.execute("PRAGMA table_info(title_rows)")}:
             try:
@@ -356,6 +366,7 @@ class Registry:
         tree_json: str = "",
         records: Sequence[bytes] | None = None,
         lexical_texts: Sequence[str] | None = None,
+        content_hashes: Sequence[str] | None = None,
     ) -> list[str]:
         """Make ``doc_hash`` the live version in one transaction.
 
@@ -377,9 +388,13 @@ class Registry:
                 row indexes: what was embedded (``Chunk.embed_text``). None: taken from
                 ``records`` (:func:`lexical_text`); without either, the chunks get no lexical
                 row until their records are copied in (``set_chunk_records``).
+            content_hashes: For each of ``chunk_ids``, in order, the embedding-cache key of the
+                vector written to Chroma (``Chunk.content_hash``): :meth:`chunk_vectors` then
+                reads it from the cache. None: not known (queries read Chroma).
 
         Raises:
-            ValueError: If ``records`` or ``lexical_texts`` and ``chunk_ids`` differ in length.
+            ValueError: If ``records``, ``lexical_texts`` or ``content_hashes`` and ``chunk_ids``
+                differ in length.
 
         Returns:
             Chunk ids of the previous version, which the caller deletes from Chroma before
@@ -390,7 +405,11 @@ class Registry:
             raise ValueError(f"{doc_id}: {len(records)} records for {len(chunk_ids)} chunks")
         if lexical_texts is not None and len(lexical_texts) != len(chunk_ids):
             raise ValueError(f"{doc_id}: {len(lexical_texts)} lexical texts for {len(chunk_ids)} chunks")
-        rows = zip(chunk_ids, records if records is not None else [None] * len(chunk_ids), strict=True)
+        if content_hashes is not None and len(content_hashes) != len(chunk_ids):
+            raise ValueError(f"{doc_id}: {len(content_hashes)} content hashes for {len(chunk_ids)} chunks")
+        none = [None] * len(chunk_ids)
+        rows = zip(chunk_ids, records if records is not None else none,
+                   content_hashes if content_hashes is not None else none, strict=True)
         if lexical_texts is None and records is not None:
             lexical_texts = [lexical_text(*decode_record(r)) for r in records]
         with self.transaction() as db:
@@ -399,8 +418,8 @@ class Registry:
             old = [r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.executemany(
-                "INSERT INTO chunks (chunk_id, doc_id, record) VALUES (?, ?, ?)",
-                [(cid, doc_id, rec) for cid, rec in rows],
+                "INSERT INTO chunks (chunk_id, doc_id, record, content_hash) VALUES (?, ?, ?, ?)",
+                [(cid, doc_id, rec, h) for cid, rec, h in rows],
             )
             db.execute(
                 "UPDATE documents SET source_path = ?, doc_hash = ?, version = ?, pending_hash = '',"
@@ -531,14 +550,44 @@ class Registry:
         Returns the number of rows updated.
 
         Ids that are no longer live are ignored, so a copy read from Chroma can never make a
-        deleted chunk live again.
+        deleted chunk live again. Each row's content hash (:meth:`chunk_vectors`) is taken from
+        the copy's metadata (cleared with the copy).
         """
+        rows = [(r, None if r is None else _content_hash(r), c) for c, r in records.items()]
         with self.transaction() as db:
             before = db.total_changes
-            db.executemany("UPDATE chunks SET record = ? WHERE chunk_id = ?", [(r, c) for c, r in records.items()])
+            db.executemany("UPDATE chunks SET record = ?, content_hash = ? WHERE chunk_id = ?", rows)
             updated = db.total_changes - before
             self._add_missing_lexical(db, {c: r for c, r in records.items() if r is not None})
             return updated
+
+    def fill_content_hashes(self, batch: int = 5000) -> int:
+        """Give live chunks written by an older version their content hash, from their record copies.
+
+        Stores written before chunks kept their embedding-cache key read every vector from
+        Chroma (:meth:`chunk_vectors`); this reads the key from each record copy's metadata
+        once (``''`` when it has none, so the row is not read again). Costs one indexed query
+        when nothing is missing.
+
+        Returns:
+            Number of rows given a hash.
+        """
+        filled, after = 0, ""
+        while True:
+            rows = self._db.execute(
+                "SELECT chunk_id, record FROM chunks WHERE content_hash IS NULL AND record IS NOT NULL"
+                " AND chunk_id > ? ORDER BY chunk_id LIMIT ?",
+                (after, batch),
+            ).fetchall()
+            if not rows:
+                return filled
+            after = rows[-1][0]
+            with self.transaction() as db:
+                db.executemany(
+                    "UPDATE chunks SET content_hash = ? WHERE chunk_id = ? AND content_hash IS NULL",
+                    [(_content_hash(rec), cid) for cid, rec in rows],
+                )
+            filled += len(rows)
 
     def tree_json(self, doc_id: str) -> str:
         """Return the stored skeleton tree (JSON) of the live version, '' if none."""
@@ -1009,6 +1058,42 @@ class Registry:
                 out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
 
+    def chunk_vectors(self, model: str, chunk_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """Vectors of live chunks read from the embedding cache, by the content hash each was written with.
+
+        The cache holds the very vector ingest wrote to Chroma for a chunk (``embed_chunks``
+        writes the cached or freshly cached float32 vector); Chroma keeps its own normalised
+        copy, equal to it within float32 rounding (3e-8 seen), so cosines agree to about 1e-7.
+        SQLite reads one in a few microseconds where Chroma's read by id took 64-140 us at 1M
+        chunks (docs/benchmarks.md, "Latency round").
+
+        Args:
+            model: The store's embedding model (the cache key's model part).
+            chunk_ids: Chunk ids; ids not live, written without a content hash (an older
+                version of this library, a distributed run) or whose vector is not cached are
+                left out: read those from Chroma.
+
+        Returns:
+            ``(ids, vectors)``: the ids found, in no set order, and float32 ``(len(ids), dim)``
+            (``(0, 0)`` when none).
+        """
+        found: list[str] = []
+        blobs: list[bytes] = []
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for cid, blob in self._db.execute(
+                "SELECT c.chunk_id, e.vector FROM chunks c JOIN embeddings e"
+                f" ON e.model = ? AND e.content_hash = c.content_hash WHERE c.chunk_id IN ({marks})",
+                [model, *part],
+            ):
+                found.append(cid)
+                blobs.append(blob)
+        if not blobs:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return found, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+
     def cache_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
         """Store vectors by content hash for one model."""
         with self.transaction() as db:
@@ -1149,6 +1234,13 @@ def _chunks_by_node(chunk_ids: Iterable[str], version: str) -> dict[str, list[st
         if len(parts) == 4 and parts[1] == version:
             out.setdefault(parts[2], []).append(f"{parts[2]}::{parts[3]}")
     return out
+
+
+def _content_hash(record: bytes) -> str:
+    """Return the ``content_hash`` of a record copy's metadata; ``''`` when it has none or cannot be read."""
+    decoded = _try_decode(record)
+    h = decoded[1].get("content_hash") if decoded else None
+    return h if isinstance(h, str) else ""
 
 
 def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> list[tuple[str, str, str]]:

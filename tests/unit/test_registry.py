@@ -240,7 +240,8 @@ def test_an_older_store_and_an_older_writer_are_brought_in_step(tmp_path):
     # A writer that does not keep the lexical index (an older version) replaces the chunks.
     with reg.transaction() as db:
         db.execute("DELETE FROM chunks")
-        db.execute("INSERT INTO chunks VALUES ('d::v2::n::0000', 'd', ?)", (rec("d", "toaster crumbs"),))
+        db.execute("INSERT INTO chunks (chunk_id, doc_id, record) VALUES ('d::v2::n::0000', 'd', ?)",
+                   (rec("d", "toaster crumbs"),))
         reg._bump(db)
     other = Registry(tmp_path / "s")  # another process sees it too
     assert found(other, "kettle") == [] and found(other, "toaster") == ["d::v2::n::0000"]

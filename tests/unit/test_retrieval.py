@@ -3,6 +3,7 @@
 import dataclasses
 import shutil
 
+import numpy as np
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
@@ -672,6 +673,8 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
     old = sorted(idx.registry.chunk_ids("guide"))
     real = idx.store.vectors
     calls = []
+    # a store written before the registry knew each chunk's cached vector: queries read Chroma
+    monkeypatch.setattr(idx.registry, "chunk_vectors", lambda model, ids: ([], np.zeros((0, 0), np.float32)))
 
     def racing(ids):
         calls.append(list(ids))
@@ -694,3 +697,38 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
         ranker.cosines(old, ranker.query_vectors("kettle"))
     (s,) = Retriever(idx).retrieve("descale the kettle", k=1, doc_ids=["guide"])
     assert s.title == "Kettle" and "citric acid" in s.text
+
+
+def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index, tmp_path, monkeypatch):
+    from proxypointer.errors import StoreError
+    from proxypointer.ranking import Ranker
+
+    doc = tmp_path / "docs" / "guide.md"
+    doc.parent.mkdir()
+    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the crumb tray.\n")
+    idx = make_index()
+    assert idx.ingest([doc.parent], show_progress=False).indexed == 1
+    live = sorted(idx.registry.chunk_ids("guide"))
+    ids, cached = idx.registry.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"])
+    assert sorted(ids) == live  # an id that is not live is left out
+    chroma = dict(zip(*idx.store.vectors(live), strict=True))
+    # the vector ingest wrote; Chroma keeps its own normalised copy (float32 rounding apart)
+    assert all(np.allclose(v, chroma[c], rtol=0, atol=1e-6) for c, v in zip(ids, cached, strict=True))
+    ranker = Ranker(idx)
+    query = ranker.query_vectors("kettle")
+    expected = ranker.cosines(live, query)
+    read_chroma = idx.store.vectors
+    monkeypatch.setattr(idx.store, "vectors", lambda ids: pytest.fail("Chroma was read"))
+    assert ranker.cosines(live, query) == expected
+    # chunks whose cached vector is unknown (an older store, a pruned cache) are read from Chroma
+    idx.registry._db.execute("UPDATE chunks SET content_hash = NULL WHERE chunk_id = ?", (live[0],))
+    monkeypatch.setattr(idx.store, "vectors", lambda ids: (_ for _ in ()).throw(StoreError(f"read {list(ids)}")))
+    assert set(ranker.cosines(live, query)) == set(live[1:])  # Chroma failing: ranked without that one
+    # from both stores at once, the ids keep the order asked for (an exact search's tie-break)
+    monkeypatch.setattr(idx.store, "vectors", read_chroma)
+    wanted = [live[0], *reversed(live[1:])]  # the one read from Chroma first
+    found, vectors = ranker._vectors(wanted)
+    assert found == wanted and all(np.allclose(v, chroma[c], atol=1e-6) for c, v in zip(found, vectors, strict=True))
+    # the next ingest (or check --repair) gives such rows their key from their record copies
+    assert idx.fill_records() == 0 and sorted(idx.registry.chunk_vectors(idx.embedder.name, live)[0]) == live
+    assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
