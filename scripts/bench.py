@@ -554,8 +554,10 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
 
     Copy 0 keeps the seed's doc ids and vectors; copy ``c`` prefixes ids with ``copyNNNN/``
     and adds Gaussian noise of norm ``query.noise`` to each vector before renormalising, so
-    that no two vectors are equal. Stored sources are shared (content-addressed). Reused when
-    ``dest/bench-manifest.json`` matches.
+    that no two vectors are equal. Each chunk's vector is also in the registry's embedding
+    cache under a content hash of its own (the seed's, ``:copyNNNN`` added for copies), as
+    ingest leaves a real store of that size. Stored sources are shared (content-addressed).
+    Reused when ``dest/bench-manifest.json`` matches.
     """
     from proxypointer.registry import Registry, encode_record, lexical_text
     from proxypointer.store import ChromaStore
@@ -570,7 +572,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
         "seed_chunks": seed_store.count(),
         "noise": cfg["query"]["noise"],
         "lean": lean,
-        "format": 1,
+        "format": 2,  # 2: chunks carry content hashes, every vector cached (Registry.chunk_vectors)
     }
     mpath = dest / "bench-manifest.json"
     if mpath.is_file():
@@ -615,7 +617,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     rng = np.random.default_rng(11)
     noise = float(cfg["query"]["noise"])
     buf: dict[str, list] = {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
-    pending_docs: list[tuple[str, Any, list[str], list[bytes], list[str]]] = []
+    pending_docs: list[tuple[str, Any, list[str], list[bytes], list[str], list[str], np.ndarray]] = []
     write_s = 0.0
 
     def flush() -> None:
@@ -629,7 +631,10 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 metadatas=buf["metadatas"][i : i + step],
             )
         write_s += time.perf_counter() - t
-        for doc_id, rec, ids, copies, lexical in pending_docs:
+        if model:
+            reg.cache_embeddings(model, {h: v for *_, hashes, vecs in pending_docs for h, v in zip(hashes, vecs,
+                                                                                                  strict=True)})
+        for doc_id, rec, ids, copies, lexical, hashes, _ in pending_docs:
             reg.begin_write(doc_id, rec.source_path, rec.doc_hash)
             reg.commit_version(
                 doc_id,
@@ -645,6 +650,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
                 tree_json=trees[rec.doc_id],
                 records=copies,
                 lexical_texts=lexical,
+                content_hashes=hashes,
             )
             reg.finish(doc_id)
         for v in buf.values():
@@ -679,7 +685,8 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
             copies = [encode_record(t, m) for t, m in zip(texts, metas, strict=True)]
             # The lexical index (FTS5) holds the real text even in a lean store.
             lexical = [lexical_text(t, m) for t, m in zip(g["docs"], g["meta"], strict=True)]
-            pending_docs.append((new_id, records[doc_id], ids, copies, lexical))
+            hashes = [m["content_hash"] + (f":copy{copy:04d}" if copy else "") for m in g["meta"]]
+            pending_docs.append((new_id, records[doc_id], ids, copies, lexical, hashes, emb))
             total += len(ids)
             if len(buf["ids"]) >= 20 * step:
                 flush()
