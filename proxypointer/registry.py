@@ -135,6 +135,10 @@ LEXICAL_TOKENIZER = "porter unicode61 remove_diacritics 2"
 TITLE_INDEX = "title-path-words-2 " + LEXICAL_TOKENIZER
 
 
+#: A title row as the search reads it: ``(score, doc_id, version, node_id, chunks)``.
+_TitleRow = tuple[float, str, str, str, str | None]
+
+
 class TitleHit(NamedTuple):
     """One section found by :meth:`Registry.title_search`.
 
@@ -661,7 +665,7 @@ class Registry:
 
     def title_search(
         self, terms: Sequence[str], n: int, doc_ids: Sequence[str] | None = None
-    ) -> list[tuple[str, str, str, float]]:
+    ) -> list[TitleHit]:
         """BM25 search of the live documents' section titles (the title index, FTS5), best first.
 
         Each heading of a live document has one row: the words of its title path, from the
@@ -684,37 +688,55 @@ class Registry:
         match = self._fts_match(terms, n, doc_ids, "titles")
         if match is None:
             return []
-        # The best rows first, then their liveness: joining every matching row before the sort
-        # cost two thirds of the search at 230k title rows (36 ms -> 14 ms p50 for the questions
-        # of scripts/bench.py's query phase at 1M chunks). Rows of documents being deleted are
-        # read past: the inner limit grows until n live rows or every match came back.
-        inner = "SELECT rowid AS id, bm25(titles_fts) AS score FROM titles_fts WHERE titles_fts MATCH ?"
-        args: list[Any] = [match]
-        if doc_ids is not None:
-            ids = list(dict.fromkeys(doc_ids))
-            inner += f" AND rowid IN (SELECT id FROM title_rows WHERE doc_id IN ({','.join('?' * len(ids))}))"
-            args += ids
-        sql = (
-            f"SELECT -f.score, r.doc_id, r.version, r.node_id, r.chunks, d.doc_id IS NOT NULL"
-            f" FROM ({inner} ORDER BY score, rowid LIMIT ?) f JOIN title_rows r ON r.id = f.id"
-            " LEFT JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
-            " ORDER BY f.score, f.id"
-        )
-        limit = 2 * n
         try:
-            while True:
-                rows = self._db.execute(sql, [*args, limit]).fetchall()
-                live = [row[:5] for row in rows if row[5]]
-                if len(live) >= n or len(rows) < limit:
-                    break
-                limit *= 4
+            live = self._title_rows_of(match, n, doc_ids) if doc_ids is not None else self._title_rows_best(match, n)
         except sqlite3.Error as err:
             raise StoreError(f"{self.root}: title search failed ({err})") from err
         return [
             TitleHit(d, v, node, float(score), None if chunks is None else
                      tuple(f"{d}::{v}::{tail}" for tail in chunks.split()))
-            for score, d, v, node, chunks in live[:n]
+            for score, d, v, node, chunks in live
         ]
+
+    def _title_rows_best(self, match: str, n: int) -> list[_TitleRow]:
+        """Return the ``n`` best live title rows of the whole store, best first.
+
+        Ranked inside the FTS5 index first, then joined and checked for liveness: joining every
+        matching row before the sort cost half of the search at 230k title rows (p50 17.8 ->
+        8.1 ms for the questions of scripts/bench.py's query phase at 1M chunks;
+        docs/benchmarks.md, "Latency round"). Rows of documents being deleted are read past:
+        the inner limit grows until ``n`` live rows or every match came back.
+        """
+        sql = (
+            "SELECT -f.score, r.doc_id, r.version, r.node_id, r.chunks, d.doc_id IS NOT NULL FROM"
+            " (SELECT rowid AS id, bm25(titles_fts) AS score FROM titles_fts WHERE titles_fts MATCH ?"
+            " ORDER BY score, rowid LIMIT ?) f JOIN title_rows r ON r.id = f.id"
+            " LEFT JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
+            " ORDER BY f.score, f.id"
+        )
+        limit = 2 * n
+        while True:
+            rows = self._db.execute(sql, (match, limit)).fetchall()
+            live = [row[:5] for row in rows if row[5]]
+            if len(live) >= n or len(rows) < limit:
+                return live[:n]
+            limit *= 4
+
+    def _title_rows_of(self, match: str, n: int, doc_ids: Sequence[str]) -> list[_TitleRow]:
+        """Return the ``n`` best live title rows of some documents, best first.
+
+        Joined before the sort: the rows of a few documents are few, and a document filter
+        inside the FTS5 ranking (a rowid subquery) made SQLite evaluate the match row by row
+        (p50 1.2 -> 50 ms on the FinanceBench store's doc-scope questions).
+        """
+        sql = (
+            "SELECT -bm25(titles_fts), r.doc_id, r.version, r.node_id, r.chunks FROM titles_fts"
+            " JOIN title_rows r ON r.id = titles_fts.rowid"
+            " JOIN documents d ON d.doc_id = r.doc_id AND d.version = r.version"
+            " WHERE titles_fts MATCH ?"
+        )
+        sql, args = _with_doc_filter(sql, [match], doc_ids)
+        return self._db.execute(sql + " ORDER BY bm25(titles_fts), r.id LIMIT ?", [*args, n]).fetchall()
 
     def _rare_terms(self, terms: list[str], budget: int, table: str = "chunks") -> list[str]:
         """Keep the rarest terms whose rows add up to at most ``budget``, in query order."""
