@@ -41,15 +41,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking import Chunk, add_pages, chunk_document, document_hash
+from .chunking import Chunk, TokenCountCache, add_pages, chunk_document, document_hash
 from .config import ChunkingConfig, TreeConfig
 from .discovery import Discovery, SourceFile, discover
 from .errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreError
-from .maintenance import fill_records, prune_embedding_cache, prune_missing, repair_all
+from .maintenance import fill_line_tokens, fill_records, prune_embedding_cache, prune_missing, repair_all
 from .pages import stored_page_map
 from .readers import Reader, ReadResult, read_bytes
 from .registry import Registry, encode_record, tree_to_json
 from .store import ChromaStore, chunk_metadata
+from .tokenizer import line_token_counts
 from .tree import build_tree, split_lines
 
 if TYPE_CHECKING:
@@ -191,6 +192,9 @@ class PreparedDocument:
         text: The normalised text that is stored and sliced.
         pages: Page of each line, or None (see ``ReadResult.pages``).
         warnings: The reader's warnings about the file.
+        line_tokens: ``(tokenizer name, word pieces of each line of text)``, stored beside the
+            text for the delivery policy (``Registry.save_source``); None when the tokenizer
+            has no name.
     """
 
     doc_id: str
@@ -205,6 +209,7 @@ class PreparedDocument:
     text: str
     pages: tuple[int, ...] | None = None
     warnings: tuple[str, ...] = ()
+    line_tokens: tuple[str, tuple[int, ...]] | None = None
 
 
 def version_of(source_key: str, pipeline_key: str) -> str:
@@ -343,6 +348,11 @@ def prepare_document(
     chunks = chunk_document(tree, text, tokenizer, chunking_config, lines=lines, version=version)
     if read.pages is not None:
         chunks = add_pages(chunks, stored_page_map(read.pages, lines))
+    # The delivery policy sizes sections in exact word pieces per line: counted once here
+    # (with the tokenizer itself, not the chunker's per-word cache) instead of per query.
+    exact = tokenizer.tok if isinstance(tokenizer, TokenCountCache) else tokenizer
+    name = getattr(exact, "name", None)
+    line_tokens = (name, tuple(line_token_counts(lines, exact))) if isinstance(name, str) else None
     if stage_seconds is not None:
         stage_seconds["tree"] = stage_seconds.get("tree", 0.0) + t2 - t
         stage_seconds["chunking"] = stage_seconds.get("chunking", 0.0) + time.perf_counter() - t2
@@ -360,6 +370,7 @@ def prepare_document(
         text=text,
         pages=read.pages,
         warnings=read.warnings,
+        line_tokens=line_tokens,
     )
 
 
@@ -572,7 +583,7 @@ def begin_documents(registry: Registry, docs: Iterable[tuple[PreparedDocument, s
             for citations and ``status``.
     """
     for doc, source in docs:
-        registry.save_source(doc.doc_hash, doc.text, doc.pages)
+        registry.save_source(doc.doc_hash, doc.text, doc.pages, doc.line_tokens)
         registry.begin_write(doc.doc_id, source, doc.doc_hash)
 
 
@@ -752,8 +763,9 @@ def finish_sync(
 
     With ``prune``, deletes documents whose files are gone from the folders given and the
     cached embeddings no live chunk uses; then copies missing chunk records into the registry
-    (a failure there is only logged: it is a speed-up for queries), drops stored sources no
-    document uses, sets ``report.seconds`` and logs the summary.
+    (a failure there is only logged: it is a speed-up for queries), stores the word pieces per
+    line of live texts that have none (:func:`~proxypointer.maintenance.fill_line_tokens`),
+    drops stored sources no document uses, sets ``report.seconds`` and logs the summary.
 
     Args:
         index: The index.
@@ -774,6 +786,7 @@ def finish_sync(
         logger.warning("could not copy chunk records into the registry (%s); the next run tries again", err)
     st["store"] = st.get("store", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
+    fill_line_tokens(registry, index.embedder.tokenizer)
     registry.prune_sources()
     prune_conversions(index.readers, registry)
     if prune:

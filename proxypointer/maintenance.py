@@ -22,12 +22,14 @@ from .errors import DocumentError, StaleSourceError
 from .readers import Reader, read_bytes
 from .registry import DocumentRecord, Registry, encode_record
 from .store import ChromaStore
+from .tokenizer import line_token_counts
 from .tree import split_lines
 
 __all__ = [
     "CheckReport",
     "check",
     "delete_documents",
+    "fill_line_tokens",
     "fill_records",
     "prune_embedding_cache",
     "prune_missing",
@@ -94,6 +96,35 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
     hashed = registry.fill_content_hashes()
     if hashed:
         logger.info("gave %d chunks of an older store their embedding-cache key (vectors read from SQLite)", hashed)
+    return filled
+
+
+def fill_line_tokens(registry: Registry, tokenizer: Any) -> int:
+    """Store word pieces per line beside live texts that have none (stores written before they were kept).
+
+    Ingest counts them for every document it indexes; documents of an older store that did
+    not change get them here, once (a stat per live document when nothing is missing), so
+    that no query tokenises a whole document (docs/benchmarks.md, "Latency round").
+
+    Args:
+        registry: The registry.
+        tokenizer: The embedding model's tokenizer; one without a ``name`` stores nothing.
+
+    Returns:
+        Number of texts given their counts.
+    """
+    name = getattr(tokenizer, "name", None)
+    if not isinstance(name, str):
+        return 0
+    filled = 0
+    for doc_hash in registry.live_doc_hashes():
+        if registry.tokens_file(doc_hash).exists() or not registry.has_source(doc_hash):
+            continue
+        lines = split_lines(registry.load_source(doc_hash))
+        registry.save_line_tokens(doc_hash, name, line_token_counts(lines, tokenizer))
+        filled += 1
+    if filled:
+        logger.info("stored the word pieces per line of %d documents indexed by an older version", filled)
     return filled
 
 

@@ -1008,11 +1008,21 @@ class Registry:
         """Path of the page map stored beside a version's text (only for paged sources)."""
         return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.pages.json"
 
+    def tokens_file(self, doc_hash: str) -> Path:
+        """Path of the word pieces per line stored beside a version's text (:meth:`load_line_tokens`)."""
+        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.tokens.json"
+
     def has_source(self, doc_hash: str) -> bool:
         """Tell whether the stored copy of a version exists (a stat)."""
         return os.path.isfile(os.path.join(self._sources, doc_hash[:2], f"{doc_hash}.md"))
 
-    def save_source(self, doc_hash: str, text: str, pages: Sequence[int] | None = None) -> None:
+    def save_source(
+        self,
+        doc_hash: str,
+        text: str,
+        pages: Sequence[int] | None = None,
+        line_tokens: tuple[str, Sequence[int]] | None = None,
+    ) -> None:
         """Store normalised text under its hash, atomically (temp file + rename).
 
         Args:
@@ -1021,8 +1031,13 @@ class Registry:
             pages: Page of each line (1-based; ``pages[i]`` for line ``i + 1``) of a source
                 converted from a paged format, stored beside the text as JSON before it (a
                 present text always has its page map); None for markdown.
+            line_tokens: ``(tokenizer name, word pieces of each line)``
+                (:func:`~proxypointer.tokenizer.line_token_counts`), stored beside the text as
+                JSON, also when the text is already stored without them (an older store).
         """
         target = self.source_file(doc_hash)
+        if line_tokens is not None and not self.tokens_file(doc_hash).exists():
+            self.save_line_tokens(doc_hash, *line_tokens)
         if target.exists():
             return
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -1036,6 +1051,42 @@ class Registry:
             return tuple(json.loads(self.pages_file(doc_hash).read_text(encoding="utf-8")))
         except FileNotFoundError:
             return None
+
+    def save_line_tokens(self, doc_hash: str, tokenizer: str, counts: Sequence[int]) -> None:
+        """Store the word pieces of each line of a version's text beside it, atomically.
+
+        Args:
+            doc_hash: The version's stored text.
+            tokenizer: Name of the tokenizer that counted them (``HFTokenizer.name``).
+            counts: One count per line (:func:`~proxypointer.tokenizer.line_token_counts`).
+        """
+        path = self.tokens_file(doc_hash)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, json.dumps({"tokenizer": tokenizer, "counts": list(counts)}, separators=(",", ":")))
+
+    def live_doc_hashes(self) -> list[str]:
+        """Return the doc hashes (stored texts) of the live versions."""
+        return [r[0] for r in self._db.execute("SELECT DISTINCT doc_hash FROM documents WHERE version != ''")]
+
+    def load_line_tokens(self, doc_hash: str, tokenizer: str) -> list[int] | None:
+        """Word pieces of each line of a stored version as ingest counted them, or None.
+
+        None when ingest stored none (a store written before they were kept, a tokenizer
+        without a name), another tokenizer counted them, or the file cannot be read: count
+        the lines then (:func:`~proxypointer.tokenizer.line_token_counts`).
+
+        Args:
+            doc_hash: The version's stored text.
+            tokenizer: The name of the tokenizer the caller counts with (``HFTokenizer.name``).
+        """
+        try:
+            data = json.loads(self.tokens_file(doc_hash).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        counts = data.get("counts") if isinstance(data, dict) and data.get("tokenizer") == tokenizer else None
+        if not isinstance(counts, list) or not all(isinstance(c, int) for c in counts):
+            return None
+        return counts
 
     def load_source(self, doc_hash: str) -> str:
         """Return the stored text of a version.
@@ -1060,9 +1111,10 @@ class Registry:
             if f.stem not in keep:
                 f.unlink(missing_ok=True)
                 removed += 1
-        for f in (self.root / "sources").glob("*/*.pages.json"):
-            if f.name.split(".", 1)[0] not in keep:
-                f.unlink(missing_ok=True)
+        for pattern in ("*/*.pages.json", "*/*.tokens.json"):
+            for f in (self.root / "sources").glob(pattern):
+                if f.name.split(".", 1)[0] not in keep:
+                    f.unlink(missing_ok=True)
         return removed
 
     # -- embedding cache ----------------------------------------------------------------

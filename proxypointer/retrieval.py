@@ -27,6 +27,7 @@ from .pages import PageMap, stored_page_map
 from .ranking import Ranker, Ranking, Route, score_sections
 from .store import Hit
 from .titles import statement_kind
+from .tokenizer import line_token_counts
 from .tree import slice_lines, split_lines
 
 if TYPE_CHECKING:
@@ -753,15 +754,23 @@ class Retriever:
     def line_tokens(self, doc_hash: str) -> list[int]:
         """Word pieces of each stored line of a document version (index 0 is line 1), from a small LRU.
 
+        Read from the counts ingest stored beside the text
+        (:meth:`~proxypointer.registry.Registry.load_line_tokens`); counted here only for a
+        store written without them (tokenising a 10-K's lines took 50-160 ms, the tail of a
+        query's first read of a document; docs/benchmarks.md, "Latency round").
+
         Raises:
             StaleSourceError: If the stored copy is missing.
         """
         counts = self._tokens.get(doc_hash)
         if counts is not _MISSING:
             return counts
-        lines = self.source_lines(doc_hash)
         tok = self.index.embedder.tokenizer
-        counts = tok.count_batch(lines) if hasattr(tok, "count_batch") else [tok.count(x) for x in lines]
+        name = getattr(tok, "name", None)
+        counts = self.index.registry.load_line_tokens(doc_hash, name) if isinstance(name, str) else None
+        lines = self.source_lines(doc_hash)
+        if counts is None or len(counts) != len(lines):
+            counts = line_token_counts(lines, tok)
         self._tokens.put(doc_hash, counts)
         return counts
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "HFTokenizer",
     "TokenCounter",
+    "line_token_counts",
     "load_tokenizer",
     "resolve_model_path",
 ]
@@ -111,6 +113,25 @@ class HFTokenizer:
     def count_batch(self, texts: list[str]) -> list[int]:
         """Word pieces of each text, special tokens excluded (parallel in Rust)."""
         return [len(e.ids) for e in self.backend.encode_batch(texts, add_special_tokens=False)]
+
+
+def line_token_counts(lines: Sequence[str], tokenizer: TokenCounter) -> list[int]:
+    """Word pieces of each line (special tokens excluded): what the delivery policy measures.
+
+    Ingest stores them beside a document's text (``Registry.save_source``) so that a query
+    never tokenises a whole document to size a section; retrieval computes them the same way
+    for a store that has none.
+
+    Args:
+        lines: A document's lines (``tree.split_lines``), index 0 = line 1.
+        tokenizer: The embedding model's tokenizer; ``count_batch`` is used when it has one.
+
+    Returns:
+        One count per line.
+    """
+    if hasattr(tokenizer, "count_batch"):
+        return tokenizer.count_batch(list(lines))
+    return [tokenizer.count(x) for x in lines]
 
 
 def load_tokenizer(model: str = DEFAULT_MODEL) -> HFTokenizer:

@@ -4,6 +4,7 @@ end to end, empty files, progress in chunks, embeddings kept across an interrupt
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import pickle
@@ -381,3 +382,40 @@ def test_a_converter_plugs_in_per_suffix(tmp_path, make_index):
     assert [s["doc_id"] for s in index.status()["stale_sources"]] == ["report"]
     index.registry.pages_file(index.registry.get("report").doc_hash).write_text("[1]", encoding="utf-8")
     assert any("page map has 1 lines" in p for p in index.check().problems)
+
+
+def test_word_pieces_per_line_are_counted_at_ingest_not_per_query(tmp_path, make_index, monkeypatch):
+    from proxypointer.tokenizer import line_token_counts
+    from proxypointer.tree import split_lines
+
+    src = tmp_path / "docs" / "guide.md"
+    src.parent.mkdir()
+    src.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the crumb tray.\n")
+    index = make_index()
+    index.ingest([src.parent], show_progress=False)
+    reg, tok = index.registry, index.embedder.tokenizer
+    doc_hash = reg.get("guide").doc_hash
+    lines = split_lines(reg.load_source(doc_hash))
+    stored = reg.load_line_tokens(doc_hash, tok.name)
+    assert stored == line_token_counts(lines, tok) and len(stored) == len(lines) and sum(stored) > 0
+    assert reg.load_line_tokens(doc_hash, "another-model") is None  # counted by another tokenizer
+    # a query sizes sections from them: no tokenising of the document's lines
+    want = Retriever(index).retrieve("kettle vinegar", k=1)[0].text
+    monkeypatch.setattr(type(tok), "count_batch", lambda self, texts: pytest.fail("lines tokenised"))
+    assert Retriever(index).retrieve("kettle vinegar", k=1)[0].text == want
+    monkeypatch.undo()
+    # an older store (no counts beside the text) counts at query time, then gets them on re-ingest
+    reg.tokens_file(doc_hash).unlink()
+    assert Retriever(index).line_tokens(doc_hash) == stored
+    assert index.ingest([src.parent], show_progress=False).indexed == 0  # unchanged, yet given its counts
+    assert reg.load_line_tokens(doc_hash, tok.name) == stored
+    reg.tokens_file(doc_hash).unlink()  # a text already stored gets counts written beside it
+    reg.save_source(doc_hash, "ignored: already stored", line_tokens=(tok.name, stored))
+    assert reg.load_line_tokens(doc_hash, tok.name) == stored and reg.load_source(doc_hash) != "ignored: already stored"
+    # counts that do not fit the text (a damaged file) are not used
+    reg.tokens_file(doc_hash).write_text(json.dumps({"tokenizer": tok.name, "counts": [1, 2]}))
+    assert Retriever(index).line_tokens(doc_hash) == stored
+    # they go with their text when no version points to it any more
+    index.delete(["guide"])
+    reg.prune_sources()
+    assert not reg.tokens_file(doc_hash).exists() and not reg.source_file(doc_hash).exists()
