@@ -727,7 +727,8 @@ class Registry:
 
         Joined before the sort: the rows of a few documents are few, and a document filter
         inside the FTS5 ranking (a rowid subquery) made SQLite evaluate the match row by row
-        (p50 1.2 -> 50 ms on the FinanceBench store's doc-scope questions).
+        (FinanceBench store, doc-scope questions: p50 about 1 ms joined, 50 ms as a subquery;
+        docs/benchmarks.md, "Latency round").
         """
         sql = (
             "SELECT -bm25(titles_fts), r.doc_id, r.version, r.node_id, r.chunks FROM titles_fts"
