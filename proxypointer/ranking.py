@@ -397,7 +397,7 @@ class Ranker:
         ids = self.index.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
         if ids is None:
             return None
-        got = self._vectors(ids)
+        got = self._vectors(ids, vectors.shape[-1])
         if got is None:  # not readable now: Chroma's own filtered search instead
             return None
         found, stored = got
@@ -418,13 +418,13 @@ class Ranker:
         """
         if not chunk_ids:
             return {}
-        found, stored = self._vectors(list(chunk_ids)) or ([], None)
+        found, stored = self._vectors(list(chunk_ids), np.asarray(vectors).shape[-1]) or ([], None)
         if not found:
             return {}
         scores = (stored @ np.asarray(vectors, dtype=np.float32).T).max(axis=1)
         return {cid: float(s) for cid, s in zip(found, scores, strict=True)}
 
-    def _vectors(self, chunk_ids: list[str]) -> tuple[list[str], np.ndarray] | None:
+    def _vectors(self, chunk_ids: list[str], dim: int) -> tuple[list[str], np.ndarray] | None:
         """Read stored vectors by id, or None; the ids found keep their order in ``chunk_ids``.
 
         The order is the tie-break of an exact search (equal cosines rank in request order,
@@ -441,7 +441,7 @@ class Ranker:
             StaleSourceError: If the read failed and some ids are of a version no longer live
                 (:meth:`~proxypointer.retrieval.Retriever.retrieve` then searches again).
         """
-        cached, vectors = self.index.registry.chunk_vectors(self.index.embedder.name, chunk_ids)
+        cached, vectors = self.index.registry.chunk_vectors(self.index.embedder.name, chunk_ids, dim)
         have = set(cached)
         rest = [c for c in chunk_ids if c not in have]
         if not rest:

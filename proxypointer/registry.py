@@ -1085,7 +1085,7 @@ class Registry:
         except (OSError, ValueError):
             return None
         counts = data.get("counts") if isinstance(data, dict) and data.get("tokenizer") == tokenizer else None
-        if not isinstance(counts, list) or not all(isinstance(c, int) for c in counts):
+        if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
             return None
         return counts
 
@@ -1133,7 +1133,7 @@ class Registry:
                 out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
 
-    def chunk_vectors(self, model: str, chunk_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    def chunk_vectors(self, model: str, chunk_ids: Sequence[str], dim: int) -> tuple[list[str], np.ndarray]:
         """Vectors of live chunks read from the embedding cache, by the content hash each was written with.
 
         The cache holds the very vector ingest wrote to Chroma for a chunk (``embed_chunks``
@@ -1145,8 +1145,10 @@ class Registry:
         Args:
             model: The store's embedding model (the cache key's model part).
             chunk_ids: Chunk ids; ids not live, written without a content hash (an older
-                version of this library, a distributed run) or whose vector is not cached are
-                left out: read those from Chroma.
+                version of this library, a distributed run), whose vector is not cached or
+                whose cached row is not ``dim`` float32 values (damaged; logged, and
+                ``check --repair`` drops it) are left out: read those from Chroma.
+            dim: The model's embedding dimension.
 
         Returns:
             ``(ids, vectors)``: the ids found, in no set order, and float32 ``(len(ids), dim)``
@@ -1155,6 +1157,7 @@ class Registry:
         found: list[str] = []
         blobs: list[bytes] = []
         ids = list(dict.fromkeys(chunk_ids))
+        size, damaged = 4 * dim, 0
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
@@ -1163,11 +1166,37 @@ class Registry:
                 f" ON e.model = ? AND e.content_hash = c.content_hash WHERE c.chunk_id IN ({marks})",
                 [model, *part],
             ):
-                found.append(cid)
-                blobs.append(blob)
+                if isinstance(blob, bytes) and len(blob) == size:
+                    found.append(cid)
+                    blobs.append(blob)
+                else:
+                    damaged += 1
+        if damaged:
+            logger.warning("%s: %d cached embeddings are not %d float32 values; read from Chroma "
+                           "(`proxypointer check --repair` drops them)", self.root, damaged, dim)
         if not blobs:
             return [], np.zeros((0, 0), dtype=np.float32)
         return found, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+
+    def damaged_embeddings(self, model: str) -> list[str]:
+        """Return the content hashes of cached embeddings of ``model`` that cannot be its vectors.
+
+        Damaged: not a blob, or of another size than most of the model's rows (every row of
+        one model has its dimension x 4 bytes; the model itself is not loaded to ask).
+        """
+        row = self._db.execute(
+            "SELECT length(vector) FROM embeddings WHERE model = ? AND typeof(vector) = 'blob'"
+            " GROUP BY length(vector) ORDER BY count(*) DESC LIMIT 1", (model,)).fetchone()
+        size = row[0] if row and row[0] and row[0] % 4 == 0 else -1
+        return [r[0] for r in self._db.execute(
+            "SELECT content_hash FROM embeddings WHERE model = ? AND"
+            " (typeof(vector) != 'blob' OR length(vector) != ?)", (model, size))]
+
+    def drop_embeddings(self, model: str, content_hashes: Sequence[str]) -> None:
+        """Delete cached embeddings of ``model`` by content hash."""
+        with self.transaction() as db:
+            db.executemany("DELETE FROM embeddings WHERE model = ? AND content_hash = ?",
+                           [(model, h) for h in content_hashes])
 
     def cache_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
         """Store vectors by content hash for one model."""

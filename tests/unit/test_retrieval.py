@@ -674,7 +674,7 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
     real = idx.store.vectors
     calls = []
     # a store written before the registry knew each chunk's cached vector: queries read Chroma
-    monkeypatch.setattr(idx.registry, "chunk_vectors", lambda model, ids: ([], np.zeros((0, 0), np.float32)))
+    monkeypatch.setattr(idx.registry, "chunk_vectors", lambda model, ids, dim: ([], np.zeros((0, 0), np.float32)))
 
     def racing(ids):
         calls.append(list(ids))
@@ -709,7 +709,8 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     idx = make_index()
     assert idx.ingest([doc.parent], show_progress=False).indexed == 1
     live = sorted(idx.registry.chunk_ids("guide"))
-    ids, cached = idx.registry.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"])
+    dim = idx.embedder.dim
+    ids, cached = idx.registry.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"], dim)
     assert sorted(ids) == live  # an id that is not live is left out
     chroma = dict(zip(*idx.store.vectors(live), strict=True))
     # the vector ingest wrote; Chroma keeps its own normalised copy (float32 rounding apart)
@@ -727,8 +728,18 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     # from both stores at once, the ids keep the order asked for (an exact search's tie-break)
     monkeypatch.setattr(idx.store, "vectors", read_chroma)
     wanted = [live[0], *reversed(live[1:])]  # the one read from Chroma first
-    found, vectors = ranker._vectors(wanted)
+    found, vectors = ranker._vectors(wanted, dim)
     assert found == wanted and all(np.allclose(v, chroma[c], atol=1e-6) for c, v in zip(found, vectors, strict=True))
     # the next ingest (or check --repair) gives such rows their key from their record copies
-    assert idx.fill_records() == 0 and sorted(idx.registry.chunk_vectors(idx.embedder.name, live)[0]) == live
+    assert idx.fill_records() == 0 and sorted(idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0]) == live
+    # a damaged cache row (cut short, emptied, text) is never used: that vector is read from Chroma
+    for damaged in (b"\x00" * 100, b"", "hello"):
+        idx.registry._db.execute(
+            "UPDATE embeddings SET vector = ?"
+            " WHERE content_hash = (SELECT content_hash FROM chunks WHERE chunk_id = ?)", (damaged, live[0]))
+        assert sorted(idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0]) == live[1:]
+        assert ranker.cosines(live, query) == pytest.approx(expected, abs=1e-6)
+    # check names it, check --repair drops it (that chunk's vector is read from Chroma until re-embedded)
+    assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
+    assert idx.registry.damaged_embeddings(idx.embedder.name) == []
     assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
