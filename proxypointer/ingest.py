@@ -786,7 +786,10 @@ def finish_sync(
         logger.warning("could not copy chunk records into the registry (%s); the next run tries again", err)
     st["store"] = st.get("store", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
-    fill_line_tokens(registry, index.embedder.tokenizer)
+    try:
+        fill_line_tokens(registry, index.embedder.tokenizer)
+    except (OSError, ProxyPointerError) as err:  # only a speed-up for queries: never fail the run on it
+        logger.warning("could not store word pieces per line beside the texts (%s); the next run tries again", err)
     registry.prune_sources()
     prune_conversions(index.readers, registry)
     if prune:

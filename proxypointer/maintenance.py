@@ -36,6 +36,7 @@ __all__ = [
     "repair_all",
     "repair_one",
     "stale_sources",
+    "unusable_line_tokens",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
     return filled
 
 
-def fill_line_tokens(registry: Registry, tokenizer: Any) -> int:
+def fill_line_tokens(registry: Registry, tokenizer: Any, verify: bool = False) -> int:
     """Store word pieces per line beside live texts that have none (stores written before they were kept).
 
     Ingest counts them for every document it indexes; documents of an older store that did
@@ -109,23 +110,43 @@ def fill_line_tokens(registry: Registry, tokenizer: Any) -> int:
     Args:
         registry: The registry.
         tokenizer: The embedding model's tokenizer; one without a ``name`` stores nothing.
+        verify: Also count the lines of texts that have them and rewrite counts that differ
+            (damaged, another tokenizer): ``check --repair``; tokenises every live text.
 
     Returns:
         Number of texts given their counts.
+
+    Raises:
+        OSError: If a file cannot be written (a read-only store).
     """
     name = getattr(tokenizer, "name", None)
     if not isinstance(name, str):
         return 0
     filled = 0
     for doc_hash in registry.live_doc_hashes():
-        if registry.tokens_file(doc_hash).exists() or not registry.has_source(doc_hash):
+        stored = registry.tokens_file(doc_hash).exists()
+        if (stored and not verify) or not registry.has_source(doc_hash):
             continue
-        lines = split_lines(registry.load_source(doc_hash))
-        registry.save_line_tokens(doc_hash, name, line_token_counts(lines, tokenizer))
+        counts = line_token_counts(split_lines(registry.load_source(doc_hash)), tokenizer)
+        if stored and registry.load_line_tokens(doc_hash, name) == counts:
+            continue
+        registry.save_line_tokens(doc_hash, name, counts)
         filled += 1
     if filled:
-        logger.info("stored the word pieces per line of %d documents indexed by an older version", filled)
+        logger.info("stored the word pieces per line of %d documents", filled)
     return filled
+
+
+def unusable_line_tokens(registry: Registry, rec: DocumentRecord, tokenizer: str) -> bool:
+    """Tell whether a live version's stored word pieces per line exist but cannot be used.
+
+    Unusable: unreadable, counted by another tokenizer, not one non-negative integer per line
+    (``rec.line_count``). A query then counts the lines itself (slower, same result).
+    """
+    if not registry.tokens_file(rec.doc_hash).exists():
+        return False  # an older store: the next ingest fills them in
+    counts = registry.load_line_tokens(rec.doc_hash, tokenizer)
+    return counts is None or len(counts) != rec.line_count
 
 
 def repair_all(registry: Registry, store: ChromaStore) -> list[str]:
@@ -340,7 +361,9 @@ def _check_document(registry: Registry, rec: DocumentRecord, meta: dict[str, dic
     return broken
 
 
-def check(registry: Registry, store: ChromaStore, model: str, repair: bool = False) -> CheckReport:
+def check(
+    registry: Registry, store: ChromaStore, model: str, repair: bool = False, tokenizer: Any = None
+) -> CheckReport:
     """Verify registry, stored sources and Chroma against each other (see ``Index.check``).
 
     Args:
@@ -349,6 +372,8 @@ def check(registry: Registry, store: ChromaStore, model: str, repair: bool = Fal
         model: The store's embedding model (cache pruning keeps only its live entries).
         repair: Also fix what can be fixed (see ``Index.check``) and drop embedding-cache
             entries no live chunk uses.
+        tokenizer: The model's tokenizer: stored word pieces per line are checked (and, with
+            ``repair``, rewritten where they differ); None: not checked.
 
     Returns:
         A report listing every difference found (before repairs) and each repair made.
@@ -372,6 +397,16 @@ def check(registry: Registry, store: ChromaStore, model: str, repair: bool = Fal
     stray = sorted(set(meta) - live)
     if stray:
         rep.problems.append(f"{len(stray)} chunks in Chroma are not registered (e.g. {stray[0]})")
+    name = getattr(tokenizer, "name", None)
+    if isinstance(name, str):
+        bad = [r.doc_id for r in docs if r.version and unusable_line_tokens(registry, r, name)]
+        if bad:
+            rep.problems.append(f"{len(bad)} documents' stored word pieces per line cannot be used (e.g. {bad[0]});"
+                                " queries count them instead")
+    damaged = registry.damaged_embeddings(model)
+    if damaged:
+        rep.problems.append(f"{len(damaged)} cached embeddings are damaged (e.g. {damaged[0][:12]}); queries read"
+                            " Chroma for those chunks")
     differ = _differing_copies(registry, store, meta)
     if differ:
         rep.problems.append(
@@ -398,6 +433,13 @@ def check(registry: Registry, store: ChromaStore, model: str, repair: bool = Fal
         dropped = prune_embedding_cache(registry, store, model)
         if dropped:
             rep.repaired.append(f"removed {dropped} embedding-cache entries no live chunk uses")
+        if damaged:
+            registry.drop_embeddings(model, damaged)
+            rep.repaired.append(f"removed {len(damaged)} damaged cached embeddings")
+        if tokenizer is not None:
+            counted = fill_line_tokens(registry, tokenizer, verify=True)
+            if counted:
+                rep.repaired.append(f"stored the word pieces per line of {counted} documents")
     for line in rep.problems:
         logger.info("check: %s", line)
     return rep

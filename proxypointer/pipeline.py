@@ -395,13 +395,16 @@ class Index:
         chunks all exist in Chroma with the document's live ``version`` and ``doc_hash`` and
         line pointers inside the stored text; Chroma holds no chunk the registry does not
         list; the registry's copies of chunk records (read by queries) can be read and have
-        the text and metadata of Chroma's.
+        the text and metadata of Chroma's; the cached embeddings and the stored word pieces
+        per line (both read by queries) can be used.
 
         Args:
             repair: Also fix what can be fixed: finish interrupted runs, delete unregistered
                 chunks, copy missing or differing chunk records from Chroma, mark documents
                 whose chunks or stored source are missing ``stale`` so that the next ingest of
-                their files rewrites them, and drop embedding-cache entries no live chunk uses.
+                their files rewrites them, drop embedding-cache entries no live chunk uses and
+                damaged ones, and count the word pieces per line of every live text again where
+                the stored counts differ (tokenises every text).
 
         Returns:
             A report listing every difference found (before repairs) and each repair made.
@@ -414,5 +417,5 @@ class Index:
         """
         with self.write_lock():
             model = self.registry.get_meta("model") or self.embedder.name
-            return check(self.registry, self.store, model, repair=repair)
+            return check(self.registry, self.store, model, repair=repair, tokenizer=self.embedder.tokenizer)
 

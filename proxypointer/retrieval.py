@@ -770,6 +770,10 @@ class Retriever:
         counts = self.index.registry.load_line_tokens(doc_hash, name) if isinstance(name, str) else None
         lines = self.source_lines(doc_hash)
         if counts is None or len(counts) != len(lines):
+            path = self.index.registry.tokens_file(doc_hash)
+            if isinstance(name, str) and path.exists():
+                logger.warning("%s: stored word pieces per line cannot be used; counted for this query"
+                               " (`proxypointer check --repair` rewrites them)", path)
             counts = line_token_counts(lines, tok)
         self._tokens.put(doc_hash, counts)
         return counts

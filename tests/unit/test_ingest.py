@@ -412,10 +412,37 @@ def test_word_pieces_per_line_are_counted_at_ingest_not_per_query(tmp_path, make
     reg.tokens_file(doc_hash).unlink()  # a text already stored gets counts written beside it
     reg.save_source(doc_hash, "ignored: already stored", line_tokens=(tok.name, stored))
     assert reg.load_line_tokens(doc_hash, tok.name) == stored and reg.load_source(doc_hash) != "ignored: already stored"
-    # counts that do not fit the text (a damaged file) are not used
-    reg.tokens_file(doc_hash).write_text(json.dumps({"tokenizer": tok.name, "counts": [1, 2]}))
-    assert Retriever(index).line_tokens(doc_hash) == stored
+    # counts that cannot be right (a damaged file) are not used: check names them, --repair rewrites
+    n = len(stored)
+    for damaged in ([1, 2], [True] * n, [-1] * n, ["1"] * n, {"x": 1}, "{not json"):
+        body = damaged if isinstance(damaged, str) else json.dumps({"tokenizer": tok.name, "counts": damaged})
+        reg.tokens_file(doc_hash).write_text(body)
+        assert Retriever(index).line_tokens(doc_hash) == stored
+        assert not index.check().ok
+    index.ingest([src.parent], show_progress=False)  # only missing files are written by an ingest
+    assert "stored the word pieces per line of 1 documents" in index.check(repair=True).repaired
+    assert reg.load_line_tokens(doc_hash, tok.name) == stored and index.check().ok
     # they go with their text when no version points to it any more
     index.delete(["guide"])
     reg.prune_sources()
     assert not reg.tokens_file(doc_hash).exists() and not reg.source_file(doc_hash).exists()
+
+
+def test_a_read_only_store_still_syncs_without_its_word_piece_counts(tmp_path, make_index, monkeypatch, caplog):
+    src = tmp_path / "docs" / "guide.md"
+    src.parent.mkdir()
+    src.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n")
+    index = make_index()
+    index.ingest([src.parent], show_progress=False)
+    reg = index.registry
+    doc_hash = reg.get("guide").doc_hash
+    reg.tokens_file(doc_hash).unlink()
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(reg, "save_line_tokens", read_only)
+    with caplog.at_level(logging.WARNING):
+        rep = index.ingest([src.parent], show_progress=False)  # unchanged: only the counts were to be written
+    assert rep.failed == [] and "could not store word pieces per line" in caplog.text
+    assert index.check().ok  # a missing file is no problem: queries count the lines
