@@ -1120,9 +1120,14 @@ class Registry:
 
     # -- embedding cache ----------------------------------------------------------------
     def cached_embeddings(self, model: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
-        """Return cached vectors by content hash (float32 ``(dim,)`` each) for one model."""
+        """Return cached vectors by content hash (float32 ``(dim,)`` each) for one model.
+
+        A damaged row (not a blob, or not of the size of the model's other rows) is left out,
+        so the caller encodes that text again and its new vector replaces the row.
+        """
         out: dict[str, np.ndarray] = {}
         uniq = list(set(content_hashes))
+        size = None
         for i in range(0, len(uniq), 500):
             part = uniq[i : i + 500]
             marks = ",".join("?" * len(part))
@@ -1130,8 +1135,17 @@ class Registry:
                 f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
                 [model, *part],
             ):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
+                size = size or self._vector_size(model)
+                if isinstance(blob, bytes) and len(blob) == size:
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
+
+    def _vector_size(self, model: str) -> int:
+        """Bytes of one cached vector of ``model``: the commonest size among 1,000 of its rows."""
+        row = self._db.execute(
+            "SELECT length(v), count(*) FROM (SELECT vector AS v FROM embeddings WHERE model = ?"
+            " AND typeof(vector) = 'blob' LIMIT 1000) GROUP BY 1 ORDER BY 2 DESC LIMIT 1", (model,)).fetchone()
+        return int(row[0]) if row and row[0] and row[0] % 4 == 0 else -1
 
     def chunk_vectors(self, model: str, chunk_ids: Sequence[str], dim: int) -> tuple[list[str], np.ndarray]:
         """Vectors of live chunks read from the embedding cache, by the content hash each was written with.

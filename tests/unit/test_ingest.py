@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes import HashingEmbedder
 
@@ -446,3 +447,21 @@ def test_a_read_only_store_still_syncs_without_its_word_piece_counts(tmp_path, m
         rep = index.ingest([src.parent], show_progress=False)  # unchanged: only the counts were to be written
     assert rep.failed == [] and "could not store word pieces per line" in caplog.text
     assert index.check().ok  # a missing file is no problem: queries count the lines
+
+
+def test_a_damaged_cached_embedding_is_encoded_again_not_written(tmp_path, make_index):
+    src = tmp_path / "docs" / "guide.md"
+    src.parent.mkdir()
+    src.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the tray.\n")
+    index = make_index()
+    index.ingest([src.parent], show_progress=False)
+    reg, model = index.registry, index.embedder.name
+    kettle = next(c for c in reg.chunk_ids("guide") if "kettle" in reg.chunk_records([c])[c][0].lower())
+    key = reg._db.execute("SELECT content_hash FROM chunks WHERE chunk_id = ?", (kettle,)).fetchone()[0]
+    good = reg.cached_embeddings(model, [key])[key].copy()
+    reg._db.execute("UPDATE embeddings SET vector = substr(vector, 1, 100) WHERE content_hash = ?", (key,))
+    assert reg.cached_embeddings(model, [key]) == {}  # never handed to a writer
+    src.write_text(src.read_text() + "\n## Kettle lid\n\nClose it.\n")  # the kettle text is unchanged
+    rep = index.ingest([src.parent], show_progress=False)
+    assert rep.indexed == 1 and rep.embedded >= 2  # the damaged text is encoded again with the new one
+    assert np.allclose(reg.cached_embeddings(model, [key])[key], good, atol=1e-6) and index.check().ok
