@@ -149,6 +149,17 @@ def unusable_line_tokens(registry: Registry, rec: DocumentRecord, tokenizer: str
     return counts is None or len(counts) != rec.line_count
 
 
+def _vector_dim(registry: Registry, store: ChromaStore, model: str, live: set[str]) -> int:
+    """Return the store's embedding dimension: as the cache recorded it, else one Chroma vector's; 0 if unknown."""
+    size = registry.vector_bytes(model)
+    if size:
+        return size // 4
+    for cid in list(live)[:1]:
+        _, vectors = store.vectors([cid])
+        return int(vectors.shape[1]) if vectors.size else 0
+    return 0
+
+
 def repair_all(registry: Registry, store: ChromaStore) -> list[str]:
     """Finish or undo whatever an interrupted run left in flight.
 
@@ -403,7 +414,8 @@ def check(
         if bad:
             rep.problems.append(f"{len(bad)} documents' stored word pieces per line cannot be used (e.g. {bad[0]});"
                                 " queries count them instead")
-    damaged = registry.damaged_embeddings(model)
+    dim = _vector_dim(registry, store, model, live)
+    damaged = registry.damaged_embeddings(model, dim) if dim else []
     if damaged:
         rep.problems.append(f"{len(damaged)} cached embeddings are damaged (e.g. {damaged[0][:12]}); queries read"
                             " Chroma for those chunks")

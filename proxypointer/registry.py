@@ -1141,7 +1141,14 @@ class Registry:
         return out
 
     def _vector_size(self, model: str) -> int:
-        """Bytes of one cached vector of ``model``: the commonest size among 1,000 of its rows."""
+        """Return the bytes of one cached vector of ``model``.
+
+        As recorded by :meth:`cache_embeddings`; for a store written before the size was
+        recorded, the commonest size among 1,000 of its rows.
+        """
+        recorded = self.vector_bytes(model)
+        if recorded:
+            return recorded
         row = self._db.execute(
             "SELECT length(v), count(*) FROM (SELECT vector AS v FROM embeddings WHERE model = ?"
             " AND typeof(vector) = 'blob' LIMIT 1000) GROUP BY 1 ORDER BY 2 DESC LIMIT 1", (model,)).fetchone()
@@ -1192,19 +1199,11 @@ class Registry:
             return [], np.zeros((0, 0), dtype=np.float32)
         return found, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
 
-    def damaged_embeddings(self, model: str) -> list[str]:
-        """Return the content hashes of cached embeddings of ``model`` that cannot be its vectors.
-
-        Damaged: not a blob, or of another size than most of the model's rows (every row of
-        one model has its dimension x 4 bytes; the model itself is not loaded to ask).
-        """
-        row = self._db.execute(
-            "SELECT length(vector) FROM embeddings WHERE model = ? AND typeof(vector) = 'blob'"
-            " GROUP BY length(vector) ORDER BY count(*) DESC LIMIT 1", (model,)).fetchone()
-        size = row[0] if row and row[0] and row[0] % 4 == 0 else -1
+    def damaged_embeddings(self, model: str, dim: int) -> list[str]:
+        """Return the content hashes of cached embeddings of ``model`` that are not ``dim`` float32 values."""
         return [r[0] for r in self._db.execute(
             "SELECT content_hash FROM embeddings WHERE model = ? AND"
-            " (typeof(vector) != 'blob' OR length(vector) != ?)", (model, size))]
+            " (typeof(vector) != 'blob' OR length(vector) != ?)", (model, 4 * dim))]
 
     def drop_embeddings(self, model: str, content_hashes: Sequence[str]) -> None:
         """Delete cached embeddings of ``model`` by content hash."""
@@ -1213,12 +1212,18 @@ class Registry:
                            [(model, h) for h in content_hashes])
 
     def cache_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
-        """Store vectors by content hash for one model."""
+        """Store vectors by content hash for one model (the first write records their size)."""
+        rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()]
         with self.transaction() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)",
-                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
-            )
+            db.executemany("INSERT OR REPLACE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)", rows)
+            if rows:
+                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                           (f"vector_bytes:{model}", str(len(rows[0][2]))))
+
+    def vector_bytes(self, model: str) -> int | None:
+        """Bytes of one cached vector of ``model`` (dimension x 4), as first written; None if unknown."""
+        value = self.get_meta(f"vector_bytes:{model}")
+        return int(value) if value and value.isdigit() else None
 
     def live_content_hashes(self) -> tuple[set[str], list[str]]:
         """Content hashes (embedding-cache keys) of the live chunks, read from their record copies.

@@ -741,5 +741,12 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
         assert ranker.cosines(live, query) == pytest.approx(expected, abs=1e-6)
     # check names it, check --repair drops it (that chunk's vector is read from Chroma until re-embedded)
     assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
-    assert idx.registry.damaged_embeddings(idx.embedder.name) == []
+    assert idx.registry.damaged_embeddings(idx.embedder.name, dim) == []
+    # every row cut to the same wrong size, in a store that never recorded the size (an older
+    # writer): still not the model's vectors (check asks Chroma for the dimension)
+    idx.registry._db.execute("UPDATE embeddings SET vector = substr(vector, 1, 100)")
+    idx.registry._db.execute("DELETE FROM meta WHERE key LIKE 'vector_bytes:%'")
+    assert idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0] == []
+    assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
+    assert idx.registry._db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
     assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
