@@ -790,7 +790,10 @@ def finish_sync(
         fill_line_tokens(registry, index.embedder.tokenizer)
     except (OSError, ProxyPointerError) as err:  # only a speed-up for queries: never fail the run on it
         logger.warning("could not store word pieces per line beside the texts (%s); the next run tries again", err)
-    registry.prune_sources()
+    try:
+        registry.prune_sources()
+    except OSError as err:  # a read-only store: the leftovers are removed by a later run
+        logger.warning("could not remove stored sources no document uses (%s); the next run tries again", err)
     prune_conversions(index.readers, registry)
     if prune:
         report.cache_pruned = prune_embedding_cache(registry, store, index.embedder.name)
