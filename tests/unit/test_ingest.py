@@ -447,6 +447,12 @@ def test_a_read_only_store_still_syncs_without_its_word_piece_counts(tmp_path, m
         rep = index.ingest([src.parent], show_progress=False)  # unchanged: only the counts were to be written
     assert rep.failed == [] and "could not store word pieces per line" in caplog.text
     assert index.check().ok  # a missing file is no problem: queries count the lines
+    # a file gone from a read-only store: its document is dropped, its text stays for a later run
+    monkeypatch.setattr(reg, "prune_sources", read_only)
+    src.unlink()
+    with caplog.at_level(logging.WARNING):
+        assert index.ingest([src.parent], prune=True, show_progress=False).deleted == 1
+    assert "could not remove stored sources" in caplog.text and reg.get("guide") is None
 
 
 def test_a_damaged_cached_embedding_is_encoded_again_not_written(tmp_path, make_index):
