@@ -633,7 +633,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(f"problem: {p}")
         for r in rep.repaired:
             print(f"repaired: {r}")
-        print(f"{'ok' if rep.ok else 'inconsistent'}: {rep.documents} documents, {rep.chunks} chunks")
+        state = "ok" if rep.ok else "repaired (run `proxypointer check` to confirm)" if args.repair else "inconsistent"
+        print(f"{state}: {rep.documents} documents, {rep.chunks} chunks")
     return 0 if rep.ok or args.repair else 1
 
 

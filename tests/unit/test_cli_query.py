@@ -165,3 +165,21 @@ def test_delete_takes_the_citation_form(cli, capsys, tmp_path, fake_embedder):
     assert capsys.readouterr().out == "deleted 1 of 2 documents\n"
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
         assert index.registry.get("employee-handbook") is None
+
+
+def test_check_repair_says_it_repaired_and_check_then_says_ok(cli, capsys, fake_embedder, tmp_path):
+    from proxypointer.pipeline import Index
+
+    root = tmp_path / "store"
+    with Index(root, ProxyPointerConfig(), fake_embedder) as index:
+        index.ingest([DATA], show_progress=False)
+        damaged = index.registry.tokens_file(index.registry.live_doc_hashes()[0])
+    damaged.write_text("{not json")
+    assert cli(["check", "--store", str(root)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("inconsistent: 3 documents")
+    assert cli(["check", "--repair", "--store", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "repaired: stored the word pieces per line of 1 documents" in out
+    assert out[-1].startswith("repaired (run `proxypointer check` to confirm): 3 documents")
+    assert cli(["check", "--store", str(root)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("ok: 3 documents")
