@@ -454,8 +454,8 @@ class Ranker:
             logger.info("reading %d chunk vectors failed (%s); ranking without them", len(rest), err)
             return _in_order(chunk_ids, cached, vectors) if cached else None
         if not found:
-            return cached, vectors
-        if cached:
+            found, more = cached, vectors
+        elif cached:
             found, more = cached + found, np.concatenate([vectors, more])
         return _in_order(chunk_ids, found, more)
 

@@ -705,10 +705,12 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
 
     doc = tmp_path / "docs" / "guide.md"
     doc.parent.mkdir()
-    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the crumb tray.\n")
+    doc.write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n\n## Toaster\n\nEmpty the crumb tray.\n"
+                   "\n## Fridge\n\nDefrost the freezer.\n")
     idx = make_index()
     assert idx.ingest([doc.parent], show_progress=False).indexed == 1
     live = sorted(idx.registry.chunk_ids("guide"))
+    assert len(live) >= 3
     dim = idx.embedder.dim
     ids, cached = idx.registry.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"], dim)
     assert sorted(ids) == live  # an id that is not live is left out
@@ -730,6 +732,9 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     wanted = [live[0], *reversed(live[1:])]  # the one read from Chroma first
     found, vectors = ranker._vectors(wanted, dim)
     assert found == wanted and all(np.allclose(v, chroma[c], atol=1e-6) for c, v in zip(found, vectors, strict=True))
+    monkeypatch.setattr(idx.store, "vectors", lambda ids: ([], np.zeros((0, 0), np.float32)))
+    assert ranker._vectors(wanted, dim)[0] == wanted[1:]  # Chroma lacks the rest: the cached ones keep the order
+    monkeypatch.setattr(idx.store, "vectors", read_chroma)
     # the next ingest (or check --repair) gives such rows their key from their record copies
     assert idx.fill_records() == 0 and sorted(idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0]) == live
     # a damaged cache row (cut short, emptied, text) is never used: that vector is read from Chroma
