@@ -33,7 +33,7 @@ from .maintenance import CheckReport, check, delete_documents, fill_records, rep
 from .readers import Reader, default_readers
 from .registry import Registry
 from .runner import run_ingest
-from .store import ChromaStore
+from .store import ChromaStore, embedded_writer
 
 __all__ = ["PIPELINE_REVISION", "CheckReport", "Index", "IngestReport"]
 
@@ -157,6 +157,9 @@ class Index:
                 # the embedded collection lives in the store folder; a server one is taken
                 # unmarked only if this store already has chunks in it (an older store)
                 adopt=self.config.store.mode == "persistent" or self.registry.has_chunks(),
+                # other Index objects of this process on the folder share Chroma's in-memory
+                # index: opening for a newer generation reopens theirs too (shared case 26)
+                generation=self._store_generation,
             )
         return self._store
 
@@ -234,12 +237,20 @@ class Index:
                 if self._store is not None:  # opened before the store had an id: reopen with it
                     self._store.close()
                     self._store = None
-            yield
+            if self.config.store.mode == "persistent":
+                # another process may have written since this store was opened: reopen before
+                # writing through Chroma's in-process index (shared case 26)
+                with embedded_writer(self.root, lambda: self.registry.generation()):
+                    yield
+            else:
+                yield
         finally:
             self._writing = False
             self._creating = False
             if self._registry is not None:
                 self._store_generation = self._registry.generation()
+                if self._store is not None:
+                    self._store.generation = self._store_generation
             lock.release()
 
     def check_model(self, record: bool = True) -> None:

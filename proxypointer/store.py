@@ -19,10 +19,13 @@ unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +42,15 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
-__all__ = ["OWNER_ID_KEY", "OWNER_PATH_KEY", "ChromaStore", "Hit", "chunk_metadata", "is_chroma_error"]
+__all__ = [
+    "OWNER_ID_KEY",
+    "OWNER_PATH_KEY",
+    "ChromaStore",
+    "Hit",
+    "chunk_metadata",
+    "embedded_writer",
+    "is_chroma_error",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +64,116 @@ OWNER_PATH_KEY = "proxypointer_store_path"
 REOPEN_PAUSES_S = (0.1, 0.3, 1.0)
 
 T = TypeVar("T")
+
+
+class _SharedViews:
+    """Which registry generation each embedded Chroma folder's in-process system reflects.
+
+    Chroma shares one in-memory system (its HNSW index included) between every
+    ``PersistentClient`` of a process on the same folder, and that system does not see what
+    another process writes (shared case 26). So a store opened for a newer registry
+    generation than the shared system was opened for would read the old index, and so would
+    every other store of the process on that folder, even after reopening its own client.
+    :meth:`open` therefore closes every client this module opened on a stale folder (the
+    shared system stops with its last client) before it opens a new one, which loads the
+    index from disk; the stores whose clients were closed reopen theirs on next use.
+
+    While a writer of this process holds the store's write lock (:meth:`writing`), no other
+    process can write, and what this one writes goes through the shared system: it stays
+    current, and the generations its commits make never reopen it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: folder -> newest registry generation the folder's shared system reflects
+        self._generation: dict[str, int] = {}
+        #: folder -> ``(store, client)`` for every open client this module made there
+        self._clients: dict[str, list[tuple[weakref.ref[ChromaStore], ClientAPI]]] = {}
+        #: folder -> writers of this process holding the store's write lock
+        self._writers: dict[str, int] = {}
+
+    def _reopen_if_stale(self, folder: str, generation: int) -> None:
+        """Close this module's clients on ``folder`` if its system is older than ``generation``."""
+        if generation <= self._generation.get(folder, generation):
+            return
+        stale = self._clients.pop(folder, [])
+        self._generation.pop(folder, None)
+        logger.debug("%s: the in-process Chroma system is older than generation %d; closing %d client(s)",
+                     folder, generation, len(stale))
+        for ref, client in stale:
+            owner = ref()
+            if owner is not None:
+                owner._forget_client()
+            _close_client(client, folder)
+
+    def open(self, store: ChromaStore, folder: str, generation: int | None, make: Callable[[], ClientAPI]) -> ClientAPI:
+        """Open a client on ``folder`` that reflects at least registry ``generation`` (None: any)."""
+        with self._lock:
+            if generation is not None and not self._writers.get(folder):
+                self._reopen_if_stale(folder, generation)
+            client = make()
+            self._clients.setdefault(folder, []).append((weakref.ref(store), client))
+            if generation is not None:
+                self._generation[folder] = max(generation, self._generation.get(folder, generation))
+            return client
+
+    def closed(self, folder: str, client: ClientAPI) -> None:
+        """Forget a client its store has closed."""
+        with self._lock:
+            held = [pair for pair in self._clients.get(folder, []) if pair[1] is not client]
+            if held:
+                self._clients[folder] = held
+            else:
+                self._clients.pop(folder, None)
+                self._generation.pop(folder, None)
+
+    @contextmanager
+    def writing(self, folder: str, generation: Callable[[], int]) -> Iterator[None]:
+        """Hold ``folder`` current for a writer of this process (it holds the write lock).
+
+        Stale clients are closed first (``generation()`` is the registry's generation now);
+        at the end the folder's system reflects the generation the writer left.
+        """
+        with self._lock:
+            self._reopen_if_stale(folder, generation())
+            self._writers[folder] = self._writers.get(folder, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._writers[folder] - 1
+                if left:
+                    self._writers[folder] = left
+                else:
+                    del self._writers[folder]
+                if folder in self._clients:
+                    self._generation[folder] = max(generation(), self._generation.get(folder, 0))
+
+
+_VIEWS = _SharedViews()
+
+
+def embedded_writer(root: str | Path, generation: Callable[[], int]) -> contextlib.AbstractContextManager[None]:
+    """Context for a writer of this process holding the write lock of the embedded store at ``root``.
+
+    Clients of the process on ``<root>/chroma`` older than the registry's generation now are
+    closed first, and none is reopened for the generations the writer commits (see
+    :class:`_SharedViews`).
+
+    Args:
+        root: Store folder (the Chroma files are in ``<root>/chroma``).
+        generation: Returns the registry's current generation.
+    """
+    return _VIEWS.writing(str(Path(root) / "chroma"), generation)
+
+
+def _close_client(client: ClientAPI, where: str) -> None:
+    """Close a Chroma client; a failure is logged, never raised (it must not mask the caller's error)."""
+    if hasattr(client, "close"):
+        try:
+            client.close()
+        except Exception as err:  # noqa: BLE001 - closing must never mask the caller's own error
+            logger.debug("closing Chroma client at %s: %s", where, err)
 
 
 def is_chroma_error(err: BaseException) -> bool:
@@ -154,6 +275,9 @@ class ChromaStore:
         owner: ``(store_id, store_path)`` written into the collection's metadata at creation
             and compared on every open (None: a store without an id, read only).
         adopt: Mark an unmarked, non-empty collection as this store's (see :meth:`_claim`).
+        generation: Embedded mode: the registry generation this store must see. Opening it
+            reopens the process's other clients on the folder when they are older
+            (:class:`_SharedViews`); None (a writer of its own, a test) opens as Chroma does.
 
     Raises:
         StoreError: If Chroma cannot be opened or reached, or the collection belongs to
@@ -163,7 +287,12 @@ class ChromaStore:
     """
 
     def __init__(
-        self, config: StoreConfig, root: str | Path, owner: tuple[str, str] | None = None, adopt: bool = False
+        self,
+        config: StoreConfig,
+        root: str | Path,
+        owner: tuple[str, str] | None = None,
+        adopt: bool = False,
+        generation: int | None = None,
     ) -> None:
         self.config = config
         self.root = Path(root)
@@ -176,6 +305,8 @@ class ChromaStore:
         #: Optional cap below Chroma's own max batch size (tests lower it to force several
         #: write batches per document); ``None`` uses ``client.get_max_batch_size()``.
         self.batch_limit: int | None = None
+        #: Registry generation this store must see (embedded mode; see :class:`_SharedViews`).
+        self.generation = generation
         self._client: ClientAPI | None = None
         self._collection: Collection | None = None
         self._max_batch: int | None = None
@@ -193,15 +324,20 @@ class ChromaStore:
 
         An embedded client caches the HNSW index in memory, so a process that reads while
         another one writes sees the other's writes only after reopening (shared case 26).
-        Chroma shares one in-memory system per folder and process: it is really reopened only
-        when no other open client of this process uses the same folder.
+        Chroma shares one in-memory system per folder and process, which stops with its last
+        client; a store opened for a newer registry generation closes the others
+        (:class:`_SharedViews`).
         """
-        client, self._client, self._collection, self._max_batch = self._client, None, None, None
-        if client is not None and hasattr(client, "close"):
-            try:
-                client.close()
-            except Exception as err:  # noqa: BLE001 - closing must never mask the caller's own error
-                logger.debug("closing Chroma client at %s: %s", self.where, err)
+        client = self._client
+        self._forget_client()
+        if client is not None:
+            if self.config.mode == "persistent":
+                _VIEWS.closed(self.where, client)
+            _close_client(client, self.where)
+
+    def _forget_client(self) -> None:
+        """Drop the client and collection handles (their owner closes the client)."""
+        self._client, self._collection, self._max_batch = None, None, None
 
     @property
     def client(self) -> ClientAPI:
@@ -235,7 +371,8 @@ class ChromaStore:
                 else:
                     path = self.root / "chroma"
                     path.mkdir(parents=True, exist_ok=True)
-                    client = chromadb.PersistentClient(path=str(path), settings=settings)
+                    client = _VIEWS.open(self, self.where, self.generation,
+                                         lambda: chromadb.PersistentClient(path=str(path), settings=settings))
             self._client = client
         return self._client
 
@@ -316,7 +453,9 @@ class ChromaStore:
         In embedded mode a reader that opens the collection while another process is writing
         its index files can find them missing ("Error creating hnsw segment reader: Nothing
         found on disk", shared case 26): the read is retried on a reopened client after each
-        pause of :data:`REOPEN_PAUSES_S` before it fails.
+        pause of :data:`REOPEN_PAUSES_S` before it fails. A read whose client was closed under
+        it (another store of the process opened for a newer generation, :class:`_SharedViews`)
+        is retried at once on a new one.
         """
         for pause in (*REOPEN_PAUSES_S, None):
             collection = self.collection
@@ -325,6 +464,9 @@ class ChromaStore:
             except Exception as err:  # narrowed by is_chroma_error: anything else is re-raised as is
                 if not is_chroma_error(err):
                     raise
+                if pause is not None and self._collection is not collection:
+                    logger.debug("%s: client closed during a read (%s); retrying on a new one", self.where, err)
+                    continue
                 if pause is None or self.config.mode != "persistent" or not _half_written(err):
                     raise StoreError(f"{self.where}: {what} ({type(err).__name__}: {err})") from err
                 logger.debug("%s: %s; reopening in %.1f s", self.where, err, pause)

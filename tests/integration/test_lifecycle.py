@@ -209,6 +209,26 @@ def test_case26_concurrent_writer_processes_and_a_live_reader(cases_dir, tmp_pat
     assert fresh.check().ok
 
 
+def test_case26_indexes_opened_after_another_process_wrote_see_the_write(cases_dir, tmp_path, make_index):
+    """Two Index objects of one process share Chroma's in-memory index of the folder: one opened
+    for a newer generation must not read the older one's stale index, nor leave it stale."""
+    case, store = cases_dir / "26-concurrent-writers", tmp_path / "store"
+
+    def ingest(name: str) -> None:
+        proc = subprocess.run([sys.executable, str(DRIVER), str(store), "-", "120", str(case / f"{name}.md")],
+                              capture_output=True, text=True, env=env(), timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    ingest("b")
+    reader = make_index(CFG, store=store)
+    assert [s.title for s in Retriever(reader).retrieve("label food", k=1)] == ["Booking"]  # b only so far
+    ingest("a")  # another process writes; the reader's client still holds b's index in memory
+    fresh = make_index(CFG, store=store)
+    assert Retriever(fresh).retrieve("label food", k=1)[0].title == "Fridge"
+    assert Retriever(reader).retrieve("label food", k=1)[0].title == "Fridge"
+    assert Retriever(fresh).retrieve("wipe the whiteboard", k=1)[0].title == "Cleanup"
+
+
 def test_case26_second_writer_fails_fast_naming_the_lock(cases_dir, tmp_path):
     from filelock import FileLock
 

@@ -221,3 +221,49 @@ def test_a_read_of_a_half_written_embedded_index_is_retried_on_a_reopened_client
     with pytest.raises(StoreError, match="query failed"):
         store.query(vecs(3)[0], 2)
     assert len(calls) == 1  # any other error: no retry
+
+
+# -- one process, several stores on one embedded folder (shared case 26) -------------------
+def test_a_store_opened_for_a_newer_generation_reopens_the_older_ones(tmp_path):
+    # Chroma shares one in-memory index per folder and process: the older client must go, or
+    # both would read the index as it was when the first one opened
+    old = ChromaStore(StoreConfig(), tmp_path, generation=1)
+    first = old.client
+    new = ChromaStore(StoreConfig(), tmp_path, generation=2)
+    new.add([chunk(1)], vecs(1), "/x/d.md")
+    assert old.client is not first  # closed under it, reopened on next use
+    assert old.count() == 1 and new.count() == 1
+    old.close()
+    new.close()
+
+
+def test_a_store_at_the_same_or_an_older_generation_keeps_the_others(tmp_path):
+    current = ChromaStore(StoreConfig(), tmp_path, generation=2)
+    held = current.client
+    for generation in (2, 1, None):
+        other = ChromaStore(StoreConfig(), tmp_path, generation=generation)
+        other.count()
+        assert current.client is held
+        other.close()
+    current.close()
+
+
+def test_a_writer_of_the_process_closes_stale_clients_first_and_none_while_it_writes(tmp_path):
+    from proxypointer.store import embedded_writer
+
+    stale = ChromaStore(StoreConfig(), tmp_path, generation=1)
+    before = stale.client
+    generation = {"now": 3}
+    with embedded_writer(tmp_path, lambda: generation["now"]):
+        writer = ChromaStore(StoreConfig(), tmp_path, generation=3)
+        assert stale.client is not before  # closed when the writer began
+        during, writing = stale.client, writer.client
+        generation["now"] = 5  # the writer's own commits
+        reader = ChromaStore(StoreConfig(), tmp_path, generation=5)
+        reader.count()
+        assert stale.client is during and writer.client is writing
+    after = ChromaStore(StoreConfig(), tmp_path, generation=5)  # the writer left generation 5
+    after.count()
+    assert stale.client is during
+    for s in (stale, writer, reader, after):
+        s.close()
