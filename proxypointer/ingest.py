@@ -48,7 +48,8 @@ from .errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreE
 from .maintenance import fill_line_tokens, fill_records, prune_embedding_cache, prune_missing, repair_all
 from .pages import stored_page_map
 from .readers import Reader, ReadResult, read_bytes
-from .registry import Registry, encode_record, tree_to_json
+from .records import encode_record, tree_to_json
+from .registry import Registry
 from .store import ChromaStore, chunk_metadata
 from .tokenizer import line_token_counts
 from .tree import build_tree, split_lines
@@ -188,7 +189,7 @@ class PreparedDocument:
         line_count: Lines of ``text``.
         n_sections: Nodes of its tree (windows for a document without headings).
         chunks: Chunks in document order.
-        tree_json: Skeleton tree as stored by the registry (``registry.tree_to_json``).
+        tree_json: Skeleton tree as stored by the registry (``records.tree_to_json``).
         text: The normalised text that is stored and sliced.
         pages: Page of each line, or None (see ``ReadResult.pages``).
         warnings: The reader's warnings about the file.

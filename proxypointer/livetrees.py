@@ -3,7 +3,7 @@
 Retrieval needs a document's tree after ranking: which chunks lie in a section's subtree (a
 section found by its title or named by a label contributes its best chunk), a section's own
 text and its children (the delivery of big sections), section extents (``nested: merge``).
-The registry stores each version's tree (``registry.tree_to_json``) and its live chunk ids;
+The registry stores each version's tree (``records.tree_to_json``) and its live chunk ids;
 :class:`LiveTrees` rebuilds a :class:`~proxypointer.tree.DocumentTree` from them once per
 document version. Lines are 1-based inclusive.
 """
@@ -25,7 +25,7 @@ __all__ = ["LiveTree", "LiveTrees", "tree_from_json"]
 
 
 def tree_from_json(tree_json: str, doc_id: str, title: str, line_count: int) -> DocumentTree:
-    """Rebuild a document's skeleton tree from its stored JSON (``registry.tree_to_json``).
+    """Rebuild a document's skeleton tree from its stored JSON (``records.tree_to_json``).
 
     Args:
         tree_json: The stored rows (``[node_id, title, level, start_line, end_line,

@@ -20,7 +20,8 @@ from typing import Any
 from .chunking import document_hash
 from .errors import DocumentError, StaleSourceError
 from .readers import Reader, read_bytes
-from .registry import DocumentRecord, Registry, encode_record
+from .records import encode_record
+from .registry import DocumentRecord, Registry
 from .store import ChromaStore
 from .tokenizer import line_token_counts
 from .tree import split_lines

@@ -9,7 +9,7 @@ transaction, then the old chunks are deleted. A crash at any point leaves the do
 its old or its new version; ``state`` records what the next run must repair.
 
 Each live chunk's row also keeps a copy of its Chroma record (text and metadata, see
-:func:`encode_record`), written in the same transaction that makes it live, so a query reads
+:func:`~proxypointer.records.encode_record`), written in the same transaction that makes it live, so a query reads
 its k winners from SQLite (~0.1 ms) instead of from Chroma (~3.5 ms at 100k chunks,
 docs/benchmarks.md). Rows of stores written before that copy existed have none: retrieval
 reads those from Chroma, and the next ingest or ``check --repair`` fills them in.
@@ -24,7 +24,6 @@ import sqlite3
 import tempfile
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ import numpy as np
 
 from .errors import StaleSourceError, StoreError, StoreNotFoundError
 from .lexical import title_field
+from .records import decode_record, lexical_text, record_content_hash, try_decode_record
 
 __all__ = [
     "LEXICAL_MAX_ROWS",
@@ -45,9 +45,6 @@ __all__ = [
     "DocumentRecord",
     "Registry",
     "TitleHit",
-    "decode_record",
-    "encode_record",
-    "lexical_text",
 ]
 
 logger = logging.getLogger(__name__)
@@ -379,12 +376,12 @@ class Registry:
             chunk_ids: Ids of the chunks of this version, all already written to Chroma.
             source_mtime: mtime of the file, seconds since the epoch.
             source_size: Size of the file, bytes.
-            tree_json: Skeleton tree (:func:`tree_to_json`).
+            tree_json: Skeleton tree (:func:`~proxypointer.records.tree_to_json`).
             records: For each of ``chunk_ids``, in order, its Chroma record as made by
-                :func:`encode_record`; None stores no copy (retrieval then reads Chroma).
+                :func:`~proxypointer.records.encode_record`; None stores no copy (retrieval then reads Chroma).
             lexical_texts: For each of ``chunk_ids``, in order, the text its lexical (FTS5)
                 row indexes: what was embedded (``Chunk.embed_text``). None: taken from
-                ``records`` (:func:`lexical_text`); without either, the chunks get no lexical
+                ``records`` (:func:`~proxypointer.records.lexical_text`); without either, the chunks get no lexical
                 row until their records are copied in (``set_chunk_records``).
             content_hashes: For each of ``chunk_ids``, in order, the embedding-cache key of the
                 vector written to Chroma (``Chunk.content_hash``): :meth:`chunk_vectors` then
@@ -531,7 +528,7 @@ class Registry:
             for cid, rec in self._db.execute(
                 f"SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL AND chunk_id IN ({marks})", part
             ):
-                out[cid] = _try_decode(rec)
+                out[cid] = try_decode_record(rec)
         return out
 
     def chunks_without_record(self, limit: int, after: str = "") -> list[str]:
@@ -543,7 +540,7 @@ class Registry:
         return [r[0] for r in rows]
 
     def set_chunk_records(self, records: dict[str, bytes | None]) -> int:
-        """Store record copies (:func:`encode_record`; None clears one) for live chunks.
+        """Store record copies (:func:`~proxypointer.records.encode_record`; None clears one) for live chunks.
 
         Returns the number of rows updated.
 
@@ -551,7 +548,7 @@ class Registry:
         deleted chunk live again. Each row's content hash (:meth:`chunk_vectors`) is taken from
         the copy's metadata (cleared with the copy).
         """
-        rows = [(r, None if r is None else _content_hash(r), c) for c, r in records.items()]
+        rows = [(r, None if r is None else record_content_hash(r), c) for c, r in records.items()]
         with self.transaction() as db:
             before = db.total_changes
             db.executemany("UPDATE chunks SET record = ?, content_hash = ? WHERE chunk_id = ?", rows)
@@ -583,7 +580,7 @@ class Registry:
             with self.transaction() as db:
                 db.executemany(
                     "UPDATE chunks SET content_hash = ? WHERE chunk_id = ? AND content_hash IS NULL",
-                    [(_content_hash(rec), cid) for cid, rec in rows],
+                    [(record_content_hash(rec), cid) for cid, rec in rows],
                 )
             filled += len(rows)
 
@@ -859,7 +856,7 @@ class Registry:
         stored text when :data:`LEXICAL_TOKENIZER` changed, and, when a writer that does not
         keep it (an older version) changed chunks since the last sync, drops the rows of
         chunks no longer live and adds rows for live chunks from their record copies
-        (:func:`lexical_text`). Chunks without a record copy get their row when the copy is
+        (:func:`~proxypointer.records.lexical_text`). Chunks without a record copy get their row when the copy is
         written (:meth:`set_chunk_records`). The title index is rebuilt from the live
         documents' stored trees when :data:`TITLE_INDEX` changed (or the store predates it),
         and otherwise brought in step the same way (rows of versions no longer live dropped,
@@ -913,7 +910,7 @@ class Registry:
         by_doc: dict[str, list[tuple[str, str]]] = {}
         for cid in ids:
             if cid in live and cid not in have:
-                decoded = _try_decode(records[cid])
+                decoded = try_decode_record(records[cid])
                 if decoded is not None:
                     by_doc.setdefault(live[cid], []).append((cid, lexical_text(*decoded)))
         for doc_id, rows in by_doc.items():
@@ -1230,7 +1227,7 @@ class Registry:
         hashes: set[str] = set()
         without: list[str] = []
         for cid, rec in self._db.execute("SELECT chunk_id, record FROM chunks"):
-            decoded = _try_decode(rec) if rec is not None else None
+            decoded = try_decode_record(rec) if rec is not None else None
             h = decoded[1].get("content_hash") if decoded else None
             if isinstance(h, str):
                 hashes.add(h)
@@ -1297,49 +1294,6 @@ def _write_atomically(target: Path, text: str) -> None:
         raise
 
 
-def encode_record(text: str, metadata: dict[str, Any]) -> bytes:
-    """Encode the registry's copy of one Chroma record: zlib of compact JSON ``[text, metadata]``.
-
-    Compressed because the metadata repeats its keys and the breadcrumb: ~1.3 KB of JSON per
-    qasper chunk becomes ~0.7 KB (level 6; decoding five records takes microseconds).
-    """
-    return zlib.compress(json.dumps([text, metadata], ensure_ascii=False, separators=(",", ":")).encode())
-
-
-def decode_record(record: bytes) -> tuple[str, dict[str, Any]]:
-    """Inverse of :func:`encode_record`."""
-    text, metadata = json.loads(zlib.decompress(record))
-    return text, metadata
-
-
-def lexical_text(text: str, metadata: dict[str, Any]) -> str:
-    """Build the lexical row of a chunk known only by its record: breadcrumb line, then the text.
-
-    What ingest embeds (``Chunk.embed_text``) is the same words for prose; it is used instead
-    whenever ingest passes it (:meth:`Registry.commit_version`).
-    """
-    crumb = str(metadata.get("breadcrumb", ""))
-    return f"{crumb}\n{text}" if crumb else text
-
-
-#: Metadata a copy must carry, with these types, to be used: what retrieval reads to rank,
-#: slice and cite (the pointer). Other keys are passed through as stored.
-_POINTER_KEYS = {"doc_id": str, "doc_hash": str, "version": str, "node_id": str, "start_line": int, "end_line": int}
-
-
-def _try_decode(record: bytes) -> tuple[str, dict[str, Any]] | None:
-    """Decode a copy; None unless it is ``[text, metadata]`` with the pointer metadata typed right."""
-    try:
-        text, metadata = decode_record(record)
-        if not isinstance(text, str) or not isinstance(metadata, dict):
-            raise ValueError("not [text, metadata]")
-        if any(not isinstance(metadata.get(k), kind) for k, kind in _POINTER_KEYS.items()):
-            raise ValueError("pointer metadata missing or mistyped")
-    except (zlib.error, ValueError, TypeError):
-        return None
-    return text, metadata
-
-
 def _chunks_by_node(chunk_ids: Iterable[str], version: str) -> dict[str, list[str]]:
     """``node_id -> ["node_id::index", ...]`` of the chunk ids of one version, in chunk order.
 
@@ -1354,21 +1308,15 @@ def _chunks_by_node(chunk_ids: Iterable[str], version: str) -> dict[str, list[st
     return out
 
 
-def _content_hash(record: bytes) -> str:
-    """Return the ``content_hash`` of a record copy's metadata; ``''`` when it has none or cannot be read."""
-    decoded = _try_decode(record)
-    h = decoded[1].get("content_hash") if decoded else None
-    return h if isinstance(h, str) else ""
-
-
 def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> list[tuple[str, str, str]]:
-    """``(node_id, title field, subtree chunks)`` of each heading of a stored tree (:func:`tree_to_json` rows).
+    """``(node_id, title field, subtree chunks)`` of each heading of a stored tree.
 
-    The title field is the words of the title path, outermost heading first
-    (:func:`~proxypointer.lexical.title_field`); headings without a word get no row. The
-    subtree chunks are the chunk id tails (``node_id::index``, from ``chunks``, as
-    :func:`_chunks_by_node` gives them) of the node and its descendants, depth first in the
-    tree's order (as :meth:`~proxypointer.livetrees.LiveTree.subtree_chunks`), joined by spaces.
+    ``tree_json`` holds :func:`~proxypointer.records.tree_to_json`'s rows. The title field is the
+    words of the title path, outermost heading first (:func:`~proxypointer.lexical.title_field`);
+    headings without a word get no row. The subtree chunks are the chunk id tails
+    (``node_id::index``, from ``chunks``, as :func:`_chunks_by_node` gives them) of the node and
+    its descendants, depth first in the tree's order (as
+    :meth:`~proxypointer.livetrees.LiveTree.subtree_chunks`), joined by spaces.
     """
     try:
         nodes = json.loads(tree_json or "[]")
@@ -1401,15 +1349,6 @@ def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> l
                 todo.extend(reversed(children.get(node, ())))
             out.append((n[0], text, " ".join(tails)))
     return out
-
-
-def tree_to_json(tree) -> str:  # noqa: ANN001 - DocumentTree, kept loose to avoid a cycle
-    """Compact JSON of a tree's nodes (for the registry)."""
-    return json.dumps(
-        [[n.node_id, n.title, n.level, n.start_line, n.end_line, n.body_start_line, n.body_end_line, n.parent_id,
-          n.kind, n.md_level] for n in tree.nodes],
-        ensure_ascii=False,
-    )
 
 
 def _with_doc_filter(sql: str, args: list[Any], doc_ids: Sequence[str] | None) -> tuple[str, list[Any]]:

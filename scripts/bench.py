@@ -559,7 +559,8 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     ingest leaves a real store of that size. Stored sources are shared (content-addressed).
     Reused when ``dest/bench-manifest.json`` matches.
     """
-    from proxypointer.registry import Registry, encode_record, lexical_text
+    from proxypointer.records import encode_record, lexical_text
+    from proxypointer.registry import Registry
     from proxypointer.store import ChromaStore
 
     config = pp_config(cfg)

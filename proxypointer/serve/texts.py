@@ -17,7 +17,7 @@ __all__ = ["budgeted", "breadcrumb", "depths", "fit_lines", "parse_tree"]
 #: Section fields of ``Section.to_dict()`` left out of search results: the best chunk's text
 #: repeats part of ``text``.
 _DROPPED_FIELDS = ("chunk_text",)
-#: Order of the fields of one node in the registry's tree JSON (``registry.tree_to_json``).
+#: Order of the fields of one node in the registry's tree JSON (``records.tree_to_json``).
 _TREE_FIELDS = (
     "node_id",
     "title",
@@ -37,7 +37,7 @@ def parse_tree(tree_json: str) -> list[dict[str, Any]]:
 
     Args:
         tree_json: ``Registry.tree_json(doc_id)``: a JSON list of rows in the order of
-            :data:`_TREE_FIELDS` (``registry.tree_to_json``), or of objects with those keys.
+            :data:`_TREE_FIELDS` (``records.tree_to_json``), or of objects with those keys.
 
     Returns:
         One dict per node, in document order; lines 1-based inclusive.

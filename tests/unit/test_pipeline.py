@@ -11,7 +11,7 @@ from proxypointer.config import ChunkingConfig, ProxyPointerConfig
 from proxypointer.errors import LockError, StoreError
 from proxypointer.pipeline import Index
 from proxypointer.readers import read_document
-from proxypointer.registry import encode_record
+from proxypointer.records import encode_record
 from proxypointer.retrieval import Retriever
 from proxypointer.tree import slice_lines, split_lines
 

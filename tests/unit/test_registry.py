@@ -119,7 +119,7 @@ def test_stats(reg):
 
 
 def test_record_copies_go_and_come_with_their_version(reg):
-    from proxypointer.registry import encode_record
+    from proxypointer.records import encode_record
 
     meta = {"doc_id": "d", "doc_hash": "h1", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3,
             "level": 2, "empty_body": False}
@@ -201,7 +201,7 @@ def test_lexical_search_filters_by_document_and_escapes_fts_syntax(reg):
 
 
 def test_without_lexical_texts_the_rows_come_from_the_record_copies(reg):
-    from proxypointer.registry import encode_record, lexical_text
+    from proxypointer.records import encode_record, lexical_text
 
     meta = {"doc_id": "d", "doc_hash": "h1", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3,
             "breadcrumb": "Guide > Kettle"}
@@ -223,7 +223,7 @@ def test_without_lexical_texts_the_rows_come_from_the_record_copies(reg):
 
 
 def test_an_older_store_and_an_older_writer_are_brought_in_step(tmp_path):
-    from proxypointer.registry import encode_record
+    from proxypointer.records import encode_record
 
     def rec(doc, text):
         return encode_record(text, {"doc_id": doc, "doc_hash": "h", "version": "v1", "node_id": "n",
@@ -274,7 +274,7 @@ def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
 
 # -- the title index (FTS5, one row per heading) ------------------------------------------------
 def tree_json(*nodes):
-    """Stored tree rows: (node_id, title, parent_id) -> registry.tree_to_json's shape."""
+    """Stored tree rows: (node_id, title, parent_id) -> records.tree_to_json's shape."""
     import json
 
     return json.dumps([[n, t, 1, i + 1, i + 1, i + 1, i + 1, p, "heading", 1] for i, (n, t, p) in enumerate(nodes)])
