@@ -194,7 +194,7 @@ class PreparedDocument:
         pages: Page of each line, or None (see ``ReadResult.pages``).
         warnings: The reader's warnings about the file.
         line_tokens: ``(tokenizer name, word pieces of each line of text)``, stored beside the
-            text for the delivery policy (``Registry.save_source``); None when the tokenizer
+            text for the delivery policy (``Registry.sources.save``); None when the tokenizer
             has no name.
     """
 
@@ -301,7 +301,7 @@ def plan_file(
             f"{file.path}: already indexed as {other[0]!r} (ingested from another folder); not indexed twice. "
             f"Ingest the folder it was ingested from, or run `proxypointer delete {other[0]}` first"
         )
-    if rec is not None and rec.state == "ready" and rec.version == version and registry.has_source(rec.doc_hash):
+    if rec is not None and rec.state == "ready" and rec.version == version and registry.sources.has(rec.doc_hash):
         registry.touch(file.doc_id, file.real_path, st.st_mtime, st.st_size)
         return None
     return Pending(file, key, version, st.st_mtime, st.st_size)
@@ -584,7 +584,7 @@ def begin_documents(registry: Registry, docs: Iterable[tuple[PreparedDocument, s
             for citations and ``status``.
     """
     for doc, source in docs:
-        registry.save_source(doc.doc_hash, doc.text, doc.pages, doc.line_tokens)
+        registry.sources.save(doc.doc_hash, doc.text, doc.pages, doc.line_tokens)
         registry.begin_write(doc.doc_id, source, doc.doc_hash)
 
 
@@ -792,7 +792,7 @@ def finish_sync(
     except (OSError, ProxyPointerError) as err:  # only a speed-up for queries: never fail the run on it
         logger.warning("could not store word pieces per line beside the texts (%s); the next run tries again", err)
     try:
-        registry.prune_sources()
+        registry.sources.prune()
     except OSError as err:  # a read-only store: the leftovers are removed by a later run
         logger.warning("could not remove stored sources no document uses (%s); the next run tries again", err)
     prune_conversions(index.readers, registry)

@@ -555,7 +555,7 @@ class LabelLookup:
         live = self.trees.get(doc_id, version)
         if live is None:
             return None
-        got = label_index(live.tree, split_lines(self.trees.index.registry.load_source(live.doc_hash)))
+        got = label_index(live.tree, split_lines(self.trees.index.registry.sources.load(live.doc_hash)))
         with self._lock:
             self._cache[key] = got
             while len(self._cache) > self.size:

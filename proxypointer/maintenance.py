@@ -124,14 +124,14 @@ def fill_line_tokens(registry: Registry, tokenizer: Any, verify: bool = False) -
     if not isinstance(name, str):
         return 0
     filled = 0
-    for doc_hash in registry.live_doc_hashes():
-        stored = registry.tokens_file(doc_hash).exists()
-        if (stored and not verify) or not registry.has_source(doc_hash):
+    for doc_hash in registry.sources.live_doc_hashes():
+        stored = registry.sources.tokens_file(doc_hash).exists()
+        if (stored and not verify) or not registry.sources.has(doc_hash):
             continue
-        counts = line_token_counts(split_lines(registry.load_source(doc_hash)), tokenizer)
-        if stored and registry.load_line_tokens(doc_hash, name) == counts:
+        counts = line_token_counts(split_lines(registry.sources.load(doc_hash)), tokenizer)
+        if stored and registry.sources.load_line_tokens(doc_hash, name) == counts:
             continue
-        registry.save_line_tokens(doc_hash, name, counts)
+        registry.sources.save_line_tokens(doc_hash, name, counts)
         filled += 1
     if filled:
         logger.info("stored the word pieces per line of %d documents", filled)
@@ -144,9 +144,9 @@ def unusable_line_tokens(registry: Registry, rec: DocumentRecord, tokenizer: str
     Unusable: unreadable, counted by another tokenizer, not one non-negative integer per line
     (``rec.line_count``). A query then counts the lines itself (slower, same result).
     """
-    if not registry.tokens_file(rec.doc_hash).exists():
+    if not registry.sources.tokens_file(rec.doc_hash).exists():
         return False  # an older store: the next ingest fills them in
-    counts = registry.load_line_tokens(rec.doc_hash, tokenizer)
+    counts = registry.sources.load_line_tokens(rec.doc_hash, tokenizer)
     return counts is None or len(counts) != rec.line_count
 
 
@@ -229,7 +229,7 @@ def delete_documents(registry: Registry, store: ChromaStore, doc_ids: Iterable[s
             continue
         _delete_one(registry, store, doc_id)
         removed.append(doc_id)
-    registry.prune_sources()
+    registry.sources.prune()
     return removed
 
 
@@ -337,13 +337,13 @@ def _check_document(registry: Registry, rec: DocumentRecord, meta: dict[str, dic
     broken = False
     lines = 0
     try:
-        text = registry.load_source(rec.doc_hash)
+        text = registry.sources.load(rec.doc_hash)
     except StaleSourceError:
         rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} is missing; re-ingest it")
         broken = True
     else:
         lines = len(split_lines(text))
-        pages = registry.load_pages(rec.doc_hash)
+        pages = registry.sources.load_pages(rec.doc_hash)
         if document_hash(text) != rec.doc_hash:
             rep.problems.append(f"{rec.doc_id}: stored source {rec.doc_hash[:12]} does not match its hash")
             broken = True
@@ -440,7 +440,7 @@ def check(
         for doc_id in to_mark:
             registry.mark_stale(doc_id)
             rep.repaired.append(f"{doc_id}: marked stale; the next ingest of its file rewrites it")
-        removed = registry.prune_sources()
+        removed = registry.sources.prune()
         if removed:
             rep.repaired.append(f"removed {removed} unreferenced stored sources")
         dropped = prune_embedding_cache(registry, store, model)

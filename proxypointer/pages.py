@@ -484,7 +484,7 @@ def blank_markers(lines: Sequence[str], pages: PageMap) -> list[str]:
 def stored_page_map(line_pages: Sequence[int], lines: Sequence[str]) -> PageMap:
     """Rebuild the page map of a stored text from its stored pages (markers already blanked).
 
-    A stored source keeps the page of each line (``registry.save_source``) and its marker
+    A stored source keeps the page of each line (``registry.sources.save``) and its marker
     lines emptied (:func:`blank_markers`), so the blank-line rule of :meth:`PageMap.page_range`
     leaves them out as it left out the markers; ``marker_lines`` is empty.
 

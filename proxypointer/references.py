@@ -216,7 +216,7 @@ class DocumentReferences:
             text: The stored (normalised) text of one document version.
             doc_id: Its document id.
             tree_config: The tree options the index was built with (node ids depend on them).
-            line_pages: Its stored page of each line (``registry.load_pages``), or None.
+            line_pages: Its stored page of each line (``registry.sources.load_pages``), or None.
 
         Returns:
             The document's references.
@@ -322,8 +322,9 @@ class ReferenceFollower:
             if refs is not None:
                 self._refs.move_to_end(rec.doc_hash)
                 return refs
+        sources = index.registry.sources
         refs = DocumentReferences.build(
-            index.registry.load_source(rec.doc_hash), doc_id, index.config.tree, index.registry.load_pages(rec.doc_hash)
+            sources.load(rec.doc_hash), doc_id, index.config.tree, sources.load_pages(rec.doc_hash)
         )
         with self._lock:
             self._refs[rec.doc_hash] = refs

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -33,9 +31,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import StaleSourceError, StoreError, StoreNotFoundError
+from .errors import StoreError, StoreNotFoundError
 from .lexical import title_field
 from .records import decode_record, lexical_text, record_content_hash, try_decode_record
+from .sources import StoredSources
 
 __all__ = [
     "LEXICAL_MAX_ROWS",
@@ -210,7 +209,6 @@ class Registry:
 
     def __init__(self, root: str | Path, create: bool = True) -> None:
         self.root = Path(root)
-        self._sources = str(self.root / "sources")
         if not create and not (self.root / "registry.sqlite3").is_file():
             raise StoreNotFoundError.at(self.root)
         try:
@@ -225,6 +223,7 @@ class Registry:
             self._migrate()
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"{self.root}: cannot open the registry ({err}); check permissions") from err
+        self.sources = StoredSources(self)
         # Lexical search: the query tokenizer's temporary tables are per connection, used under
         # this lock; the live chunk count per generation; document frequencies per term.
         self._lexical_lock = threading.Lock()
@@ -255,6 +254,14 @@ class Registry:
         except sqlite3.OperationalError as err:
             if "duplicate column" not in str(err):
                 raise
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The registry's one SQLite connection, shared by its components (autocommit).
+
+        Read through it directly; write inside :meth:`transaction`.
+        """
+        return self._db
 
     def close(self) -> None:
         """Close the database connection."""
@@ -991,124 +998,6 @@ class Registry:
             )
         db.execute("DELETE FROM lexical_rows WHERE doc_id = ?", (doc_id,))
 
-    # -- stored sources -----------------------------------------------------------------
-    def source_file(self, doc_hash: str) -> Path:
-        """Path of the stored copy of a version (content-addressed by its hash)."""
-        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.md"
-
-    def pages_file(self, doc_hash: str) -> Path:
-        """Path of the page map stored beside a version's text (only for paged sources)."""
-        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.pages.json"
-
-    def tokens_file(self, doc_hash: str) -> Path:
-        """Path of the word pieces per line stored beside a version's text (:meth:`load_line_tokens`)."""
-        return self.root / "sources" / doc_hash[:2] / f"{doc_hash}.tokens.json"
-
-    def has_source(self, doc_hash: str) -> bool:
-        """Tell whether the stored copy of a version exists (a stat)."""
-        return os.path.isfile(os.path.join(self._sources, doc_hash[:2], f"{doc_hash}.md"))
-
-    def save_source(
-        self,
-        doc_hash: str,
-        text: str,
-        pages: Sequence[int] | None = None,
-        line_tokens: tuple[str, Sequence[int]] | None = None,
-    ) -> None:
-        """Store normalised text under its hash, atomically (temp file + rename).
-
-        Args:
-            doc_hash: SHA-256 of ``text`` (``chunking.document_hash``).
-            text: The text retrieval slices sections from.
-            pages: Page of each line (1-based; ``pages[i]`` for line ``i + 1``) of a source
-                converted from a paged format, stored beside the text as JSON before it (a
-                present text always has its page map); None for markdown.
-            line_tokens: ``(tokenizer name, word pieces of each line)``
-                (:func:`~proxypointer.tokenizer.line_token_counts`), stored beside the text as
-                JSON, also when the text is already stored without them (an older store).
-        """
-        target = self.source_file(doc_hash)
-        if line_tokens is not None and not self.tokens_file(doc_hash).exists():
-            self.save_line_tokens(doc_hash, *line_tokens)
-        if target.exists():
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if pages is not None:
-            _write_atomically(self.pages_file(doc_hash), json.dumps(list(pages), separators=(",", ":")))
-        _write_atomically(target, text)
-
-    def load_pages(self, doc_hash: str) -> tuple[int, ...] | None:
-        """Return the page of each line of a stored version, or None if it has no page map."""
-        try:
-            return tuple(json.loads(self.pages_file(doc_hash).read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            return None
-
-    def save_line_tokens(self, doc_hash: str, tokenizer: str, counts: Sequence[int]) -> None:
-        """Store the word pieces of each line of a version's text beside it, atomically.
-
-        Args:
-            doc_hash: The version's stored text.
-            tokenizer: Name of the tokenizer that counted them (``HFTokenizer.name``).
-            counts: One count per line (:func:`~proxypointer.tokenizer.line_token_counts`).
-        """
-        path = self.tokens_file(doc_hash)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, json.dumps({"tokenizer": tokenizer, "counts": list(counts)}, separators=(",", ":")))
-
-    def live_doc_hashes(self) -> list[str]:
-        """Return the doc hashes (stored texts) of the live versions."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT doc_hash FROM documents WHERE version != ''")]
-
-    def load_line_tokens(self, doc_hash: str, tokenizer: str) -> list[int] | None:
-        """Word pieces of each line of a stored version as ingest counted them, or None.
-
-        None when ingest stored none (a store written before they were kept, a tokenizer
-        without a name), another tokenizer counted them, or the file cannot be read: count
-        the lines then (:func:`~proxypointer.tokenizer.line_token_counts`).
-
-        Args:
-            doc_hash: The version's stored text.
-            tokenizer: The name of the tokenizer the caller counts with (``HFTokenizer.name``).
-        """
-        try:
-            data = json.loads(self.tokens_file(doc_hash).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        counts = data.get("counts") if isinstance(data, dict) and data.get("tokenizer") == tokenizer else None
-        if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
-            return None
-        return counts
-
-    def load_source(self, doc_hash: str) -> str:
-        """Return the stored text of a version.
-
-        Raises:
-            StaleSourceError: If the stored copy is missing (run ``proxypointer check``).
-
-        """
-        path = self.source_file(doc_hash)
-        try:
-            with path.open(encoding="utf-8", newline="") as fh:  # exact: no newline translation
-                return fh.read()
-        except FileNotFoundError as err:
-            raise StaleSourceError(f"{path}: stored source is missing; run `proxypointer check` and re-ingest") from err
-
-    def prune_sources(self) -> int:
-        """Delete stored copies no document points to; returns how many were removed."""
-        keep = {r[0] for r in self._db.execute("SELECT doc_hash FROM documents WHERE version != ''")}
-        keep |= {r[0] for r in self._db.execute("SELECT pending_hash FROM documents WHERE pending_hash != ''")}
-        removed = 0
-        for f in (self.root / "sources").glob("*/*.md"):
-            if f.stem not in keep:
-                f.unlink(missing_ok=True)
-                removed += 1
-        for pattern in ("*/*.pages.json", "*/*.tokens.json"):
-            for f in (self.root / "sources").glob(pattern):
-                if f.name.split(".", 1)[0] not in keep:
-                    f.unlink(missing_ok=True)
-        return removed
-
     # -- embedding cache ----------------------------------------------------------------
     def cached_embeddings(self, model: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
         """Return cached vectors by content hash (float32 ``(dim,)`` each) for one model.
@@ -1278,20 +1167,6 @@ _COLUMNS = (
     "doc_id, source_path, doc_hash, version, pending_hash, state, title, line_count, n_sections, n_chunks,"
     " source_mtime, source_size, indexed_at"
 )
-
-
-def _write_atomically(target: Path, text: str) -> None:
-    """Write UTF-8 text to ``target`` through a temporary file, fsync and rename."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _chunks_by_node(chunk_ids: Iterable[str], version: str) -> dict[str, list[str]]:

@@ -755,7 +755,7 @@ class Retriever:
         """Word pieces of each stored line of a document version (index 0 is line 1), from a small LRU.
 
         Read from the counts ingest stored beside the text
-        (:meth:`~proxypointer.registry.Registry.load_line_tokens`); counted here only for a
+        (:meth:`~proxypointer.registry.Registry.sources.load_line_tokens`); counted here only for a
         store written without them (tokenising a filing's lines took 117 ms on average, 29
         FinanceBench filings in 3.4 s: the tail of a query's first read of a document;
         docs/benchmarks.md, "Latency round").
@@ -768,10 +768,10 @@ class Retriever:
             return counts
         tok = self.index.embedder.tokenizer
         name = getattr(tok, "name", None)
-        counts = self.index.registry.load_line_tokens(doc_hash, name) if isinstance(name, str) else None
+        counts = self.index.registry.sources.load_line_tokens(doc_hash, name) if isinstance(name, str) else None
         lines = self.source_lines(doc_hash)
         if counts is None or len(counts) != len(lines):
-            path = self.index.registry.tokens_file(doc_hash)
+            path = self.index.registry.sources.tokens_file(doc_hash)
             if isinstance(name, str) and path.exists():
                 logger.warning("%s: stored word pieces per line cannot be used; counted for this query"
                                " (`proxypointer check --repair` rewrites them)", path)
@@ -788,7 +788,7 @@ class Retriever:
         lines = self._lines.get(doc_hash)
         if lines is not _MISSING:
             return lines
-        lines = split_lines(self.index.registry.load_source(doc_hash))
+        lines = split_lines(self.index.registry.sources.load(doc_hash))
         self._lines.put(doc_hash, lines)
         return lines
 
@@ -801,7 +801,7 @@ class Retriever:
         pages = self._pages.get(doc_hash)
         if pages is not _MISSING:
             return pages
-        stored = self.index.registry.load_pages(doc_hash)
+        stored = self.index.registry.sources.load_pages(doc_hash)
         pages = None
         if stored is not None:
             lines = self.source_lines(doc_hash)

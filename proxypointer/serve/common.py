@@ -245,7 +245,7 @@ class Service:
             if lines is not None:
                 self._sources.move_to_end(doc_hash)
                 return lines
-        lines = split_lines(reader.index.registry.load_source(doc_hash))
+        lines = split_lines(reader.index.registry.sources.load(doc_hash))
         with self._sources_lock:
             self._sources[doc_hash] = lines
             while len(self._sources) > _SOURCE_CACHE:
@@ -269,7 +269,7 @@ class Service:
                 lines = self._lines(reader, rec.doc_hash)
             except StaleSourceError:
                 continue  # replaced and pruned meanwhile: read the new version
-            stored_pages = reg.load_pages(rec.doc_hash)
+            stored_pages = reg.sources.load_pages(rec.doc_hash)
             again = reg.get(doc_id)
             if again is not None and _version_key(again) == _version_key(rec):
                 pages = None

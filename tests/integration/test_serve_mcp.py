@@ -46,7 +46,7 @@ def _expected(store: Path, embedder) -> dict:
         out = {q: retriever.retrieve(q, 3) for q in QUERIES}
         rec = index.registry.get("employee-handbook")
         out["nodes"] = [(n[0], n[3], n[4]) for n in json.loads(index.registry.tree_json("employee-handbook"))]
-        out["lines"] = split_lines(index.registry.load_source(rec.doc_hash))
+        out["lines"] = split_lines(index.registry.sources.load(rec.doc_hash))
     return out
 
 

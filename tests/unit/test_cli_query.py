@@ -173,7 +173,7 @@ def test_check_repair_says_it_repaired_and_check_then_says_ok(cli, capsys, fake_
     root = tmp_path / "store"
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
         index.ingest([DATA], show_progress=False)
-        damaged = index.registry.tokens_file(index.registry.live_doc_hashes()[0])
+        damaged = index.registry.sources.tokens_file(index.registry.sources.live_doc_hashes()[0])
     damaged.write_text("{not json")
     assert cli(["check", "--store", str(root)]) == 1
     assert capsys.readouterr().out.splitlines()[-1].startswith("inconsistent: 3 documents")

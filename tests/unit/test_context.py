@@ -114,7 +114,7 @@ def test_assemble_fills_the_budget_without_repeating_lines(index):
         for b in blocks:
             s = b.section
             assert s.start_line <= b.start_line <= b.end_line <= s.end_line
-            lines = split_lines(idx.registry.load_source(idx.registry.get(b.doc_id).doc_hash))
+            lines = split_lines(idx.registry.sources.load(idx.registry.get(b.doc_id).doc_hash))
             full = "\n".join(lines[b.start_line - 1 : b.end_line])
             assert full.startswith(b.text)
             assert idx.embedder.tokenizer.count(b.text) == b.tokens

@@ -83,22 +83,22 @@ def test_unchanged_file_whose_stored_copy_vanished_is_rewritten(tmp_path, make_i
     index = make_index()
     index.ingest([src], show_progress=False)
     rec = index.registry.get("doc")
-    index.registry.source_file(rec.doc_hash).unlink()
+    index.registry.sources.text_file(rec.doc_hash).unlink()
     rep = index.ingest([src], show_progress=False)
     assert (rep.indexed, rep.embedded) == (1, 0)  # same chunks, vectors from the cache
-    assert index.registry.has_source(rec.doc_hash) and index.check().ok
+    assert index.registry.sources.has(rec.doc_hash) and index.check().ok
 
 
 def test_page_maps_are_stored_beside_the_text(make_index):
     index = make_index()
     index.ingest([], show_progress=False)
     reg = index.registry
-    reg.save_source("ab" + "1" * 62, "one\ntwo\n", pages=(1, 2))
-    assert reg.load_pages("ab" + "1" * 62) == (1, 2)
-    reg.save_source("ab" + "2" * 62, "markdown\n")
-    assert reg.load_pages("ab" + "2" * 62) is None
-    assert reg.prune_sources() == 2  # neither is referenced: text and page map go
-    assert not reg.pages_file("ab" + "1" * 62).exists()
+    reg.sources.save("ab" + "1" * 62, "one\ntwo\n", pages=(1, 2))
+    assert reg.sources.load_pages("ab" + "1" * 62) == (1, 2)
+    reg.sources.save("ab" + "2" * 62, "markdown\n")
+    assert reg.sources.load_pages("ab" + "2" * 62) is None
+    assert reg.sources.prune() == 2  # neither is referenced: text and page map go
+    assert not reg.sources.pages_file("ab" + "1" * 62).exists()
 
 
 # -- 34 end to end -------------------------------------------------------------------------
@@ -371,9 +371,9 @@ def test_a_converter_plugs_in_per_suffix(tmp_path, make_index):
     assert rep.indexed == 2 and [Path(p).name for p, m in rep.failed] == ["broken.fake"]
     assert "needs Java" in rep.failed[0][1]  # one file fails, named; the others are indexed
     rec = index.registry.get("report")
-    assert index.registry.load_source(rec.doc_hash).startswith("# REPORT")
-    assert index.registry.load_pages(rec.doc_hash) == (1, 1, 1, 2, 2, 2)
-    assert index.registry.load_pages(index.registry.get("note").doc_hash) is None
+    assert index.registry.sources.load(rec.doc_hash).startswith("# REPORT")
+    assert index.registry.sources.load_pages(rec.doc_hash) == (1, 1, 1, 2, 2, 2)
+    assert index.registry.sources.load_pages(index.registry.get("note").doc_hash) is None
     assert index.check().ok
     reads = conv.reads
     again = index.ingest([docs], show_progress=False)
@@ -381,7 +381,7 @@ def test_a_converter_plugs_in_per_suffix(tmp_path, make_index):
     assert index.status()["stale_sources"] == []
     (docs / "report.fake").write_text("# report\n\nsecond version\n", encoding="utf-8")
     assert [s["doc_id"] for s in index.status()["stale_sources"]] == ["report"]
-    index.registry.pages_file(index.registry.get("report").doc_hash).write_text("[1]", encoding="utf-8")
+    index.registry.sources.pages_file(index.registry.get("report").doc_hash).write_text("[1]", encoding="utf-8")
     assert any("page map has 1 lines" in p for p in index.check().problems)
 
 
@@ -396,37 +396,38 @@ def test_word_pieces_per_line_are_counted_at_ingest_not_per_query(tmp_path, make
     index.ingest([src.parent], show_progress=False)
     reg, tok = index.registry, index.embedder.tokenizer
     doc_hash = reg.get("guide").doc_hash
-    lines = split_lines(reg.load_source(doc_hash))
-    stored = reg.load_line_tokens(doc_hash, tok.name)
+    lines = split_lines(reg.sources.load(doc_hash))
+    stored = reg.sources.load_line_tokens(doc_hash, tok.name)
     assert stored == line_token_counts(lines, tok) and len(stored) == len(lines) and sum(stored) > 0
-    assert reg.load_line_tokens(doc_hash, "another-model") is None  # counted by another tokenizer
+    assert reg.sources.load_line_tokens(doc_hash, "another-model") is None  # counted by another tokenizer
     # a query sizes sections from them: no tokenising of the document's lines
     want = Retriever(index).retrieve("kettle vinegar", k=1)[0].text
     monkeypatch.setattr(type(tok), "count_batch", lambda self, texts: pytest.fail("lines tokenised"))
     assert Retriever(index).retrieve("kettle vinegar", k=1)[0].text == want
     monkeypatch.undo()
     # an older store (no counts beside the text) counts at query time, then gets them on re-ingest
-    reg.tokens_file(doc_hash).unlink()
+    reg.sources.tokens_file(doc_hash).unlink()
     assert Retriever(index).line_tokens(doc_hash) == stored
     assert index.ingest([src.parent], show_progress=False).indexed == 0  # unchanged, yet given its counts
-    assert reg.load_line_tokens(doc_hash, tok.name) == stored
-    reg.tokens_file(doc_hash).unlink()  # a text already stored gets counts written beside it
-    reg.save_source(doc_hash, "ignored: already stored", line_tokens=(tok.name, stored))
-    assert reg.load_line_tokens(doc_hash, tok.name) == stored and reg.load_source(doc_hash) != "ignored: already stored"
+    assert reg.sources.load_line_tokens(doc_hash, tok.name) == stored
+    reg.sources.tokens_file(doc_hash).unlink()  # a text already stored gets counts written beside it
+    reg.sources.save(doc_hash, "ignored: already stored", line_tokens=(tok.name, stored))
+    assert reg.sources.load_line_tokens(doc_hash, tok.name) == stored
+    assert reg.sources.load(doc_hash) != "ignored: already stored"
     # counts that cannot be right (a damaged file) are not used: check names them, --repair rewrites
     n = len(stored)
     for damaged in ([1, 2], [True] * n, [-1] * n, ["1"] * n, {"x": 1}, "{not json"):
         body = damaged if isinstance(damaged, str) else json.dumps({"tokenizer": tok.name, "counts": damaged})
-        reg.tokens_file(doc_hash).write_text(body)
+        reg.sources.tokens_file(doc_hash).write_text(body)
         assert Retriever(index).line_tokens(doc_hash) == stored
         assert not index.check().ok
     index.ingest([src.parent], show_progress=False)  # only missing files are written by an ingest
     assert "stored the word pieces per line of 1 documents" in index.check(repair=True).repaired
-    assert reg.load_line_tokens(doc_hash, tok.name) == stored and index.check().ok
+    assert reg.sources.load_line_tokens(doc_hash, tok.name) == stored and index.check().ok
     # they go with their text when no version points to it any more
     index.delete(["guide"])
-    reg.prune_sources()
-    assert not reg.tokens_file(doc_hash).exists() and not reg.source_file(doc_hash).exists()
+    reg.sources.prune()
+    assert not reg.sources.tokens_file(doc_hash).exists() and not reg.sources.text_file(doc_hash).exists()
 
 
 def test_a_read_only_store_still_syncs_without_its_word_piece_counts(tmp_path, make_index, monkeypatch, caplog):
@@ -437,18 +438,18 @@ def test_a_read_only_store_still_syncs_without_its_word_piece_counts(tmp_path, m
     index.ingest([src.parent], show_progress=False)
     reg = index.registry
     doc_hash = reg.get("guide").doc_hash
-    reg.tokens_file(doc_hash).unlink()
+    reg.sources.tokens_file(doc_hash).unlink()
 
     def read_only(*args, **kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(reg, "save_line_tokens", read_only)
+    monkeypatch.setattr(reg.sources, "save_line_tokens", read_only)
     with caplog.at_level(logging.WARNING):
         rep = index.ingest([src.parent], show_progress=False)  # unchanged: only the counts were to be written
     assert rep.failed == [] and "could not store word pieces per line" in caplog.text
     assert index.check().ok  # a missing file is no problem: queries count the lines
     # a file gone from a read-only store: its document is dropped, its text stays for a later run
-    monkeypatch.setattr(reg, "prune_sources", read_only)
+    monkeypatch.setattr(reg.sources, "prune", read_only)
     src.unlink()
     with caplog.at_level(logging.WARNING):
         assert index.ingest([src.parent], prune=True, show_progress=False).deleted == 1

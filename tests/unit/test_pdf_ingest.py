@@ -303,7 +303,7 @@ def test_markdown_pages_can_be_turned_off_and_old_stores_reread_marked_files(mak
     off = make_index(ProxyPointerConfig(pages=PagesConfig(style="none")), store=tmp_path / "off")
     off.ingest([src], show_progress=False)
     s = section(Retriever(off), "beta bananas", "filing")
-    assert (s.page_start, s.page_end) == (0, 0) and "<!-- page 3 -->" in off.registry.load_source(
+    assert (s.page_start, s.page_end) == (0, 0) and "<!-- page 3 -->" in off.registry.sources.load(
         off.registry.get("filing").doc_hash)
     # the page style is part of the source key: turning pages on re-reads the file
     on = make_index(store=tmp_path / "off")

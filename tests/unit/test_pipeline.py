@@ -333,7 +333,7 @@ def test_check_reports_and_repairs_differences(tmp_path, make_index):
     a_ids = sorted(index.registry.chunk_ids("a"))
     index.store.delete_ids(a_ids[:1])  # a registered chunk vanishes from Chroma
     b = index.registry.get("b")
-    index.registry.source_file(b.doc_hash).unlink()  # a stored source vanishes
+    index.registry.sources.text_file(b.doc_hash).unlink()  # a stored source vanishes
     stray = index.store.get(a_ids[1:2])[0]
     index.store.collection.add(ids=["x::1::y::0000"], embeddings=[[0.1] * 384], documents=["stray"],
                                metadatas=[dict(stray.metadata, doc_id="x")])

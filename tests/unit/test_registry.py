@@ -85,16 +85,16 @@ def test_mark_stale_keeps_the_document_live(reg):
 
 def test_sources_are_content_addressed_and_pruned(reg):
     text = "# A\r\nnot normalised here\n"
-    reg.save_source("abc123", text)
-    reg.save_source("abc123", "ignored: already stored")
-    assert reg.load_source("abc123") == text  # newline="" keeps bytes exact
+    reg.sources.save("abc123", text)
+    reg.sources.save("abc123", "ignored: already stored")
+    assert reg.sources.load("abc123") == text  # newline="" keeps bytes exact
     assert not list((reg.root / "sources").glob("*/*.tmp"))
     reg.begin_write("d", "/x/d.md", "abc123")
-    assert reg.prune_sources() == 0  # pending version is kept
+    assert reg.sources.prune() == 0  # pending version is kept
     reg.remove("d")
-    assert reg.prune_sources() == 1
+    assert reg.sources.prune() == 1
     with pytest.raises(StaleSourceError, match="proxypointer check"):
-        reg.load_source("abc123")
+        reg.sources.load("abc123")
 
 
 def test_embedding_cache_round_trip(reg):

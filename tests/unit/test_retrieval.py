@@ -123,7 +123,7 @@ def test_query_racing_a_writer_searches_again(case27, monkeypatch):
     from proxypointer.errors import StaleSourceError
 
     idx, _ = case27
-    real = idx.registry.load_source
+    real = idx.registry.sources.load
     calls = []
 
     def flaky(doc_hash):
@@ -132,7 +132,7 @@ def test_query_racing_a_writer_searches_again(case27, monkeypatch):
             raise StaleSourceError("gone")
         return real(doc_hash)
 
-    monkeypatch.setattr(idx.registry, "load_source", flaky)
+    monkeypatch.setattr(idx.registry.sources, "load", flaky)
     (s,) = Retriever(idx).retrieve("descale the kettle vinegar", k=1)
     assert "Descale the kettle" in s.text and len(calls) >= 2
 

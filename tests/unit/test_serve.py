@@ -48,7 +48,7 @@ def service(store, fake_embedder):
 def _source_lines(store: Path, doc_id: str, fake_embedder) -> list[str]:
     with Index(store, ProxyPointerConfig(), fake_embedder) as index:
         rec = index.registry.get(doc_id)
-        return split_lines(index.registry.load_source(rec.doc_hash))
+        return split_lines(index.registry.sources.load(rec.doc_hash))
 
 
 def test_search_returns_the_retriever_sections_with_their_citations(service, store, fake_embedder):
