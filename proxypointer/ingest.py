@@ -194,7 +194,7 @@ class PreparedDocument:
         pages: Page of each line, or None (see ``ReadResult.pages``).
         warnings: The reader's warnings about the file.
         line_tokens: ``(tokenizer name, word pieces of each line of text)``, stored beside the
-            text for the delivery policy (``Registry.sources.save``); None when the tokenizer
+            text for the delivery policy (``StoredSources.save``); None when the tokenizer
             has no name.
     """
 
@@ -490,7 +490,7 @@ def missing_embeddings(
         ``content_hash -> embed_text`` for the rest, each text once, in chunk order.
     """
     hashes = [c.content_hash for c in chunks]
-    known = registry.cached_embeddings(model, hashes)
+    known = registry.embeddings.get(model, hashes)
     todo: dict[str, str] = {}
     for c, h in zip(chunks, hashes, strict=True):
         if h not in known and h not in todo:
@@ -503,7 +503,7 @@ def encode_groups(
 ) -> Iterator[dict[str, np.ndarray]]:
     """Encode texts ``group_size`` at a time, yielding ``content_hash -> vector`` per group.
 
-    The caller stores each group before asking for the next (``registry.cache_embeddings``),
+    The caller stores each group before asking for the next (``registry.embeddings.put``),
     so an interruption loses at most one group. Texts go longest first in word pieces (the
     embedder's tokenizer, when it has ``count_batch``; else in characters), so that a group,
     and each forward pass in it, holds texts of about one length and pads little
@@ -566,7 +566,7 @@ def embed_chunks(
         if h in todo:
             uses[h] = uses.get(h, 0) + 1
     for fresh in encode_groups(todo, embedder, group_size):
-        registry.cache_embeddings(embedder.name, fresh)
+        registry.embeddings.put(embedder.name, fresh)
         known.update(fresh)
         if on_progress:
             on_progress(sum(uses[h] for h in fresh))

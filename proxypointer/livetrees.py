@@ -56,7 +56,7 @@ class LiveTree:
     Attributes:
         doc_id: Document id.
         version: The live version (chunk ids carry it).
-        doc_hash: Hash of its stored text (``Registry.sources.load``).
+        doc_hash: Hash of its stored text (``StoredSources.load``).
         tree: Its skeleton tree (no nodes for a store written before trees were stored, and for
             fallback windows, which are not tree nodes).
         chunks: ``node_id -> live chunk ids`` in chunk order (fallback windows included).

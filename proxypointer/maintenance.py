@@ -152,7 +152,7 @@ def unusable_line_tokens(registry: Registry, rec: DocumentRecord, tokenizer: str
 
 def _vector_dim(registry: Registry, store: ChromaStore, model: str, live: set[str]) -> int:
     """Return the store's embedding dimension: as the cache recorded it, else one Chroma vector's; 0 if unknown."""
-    size = registry.vector_bytes(model)
+    size = registry.embeddings.vector_bytes(model)
     if size:
         return size // 4
     for cid in list(live)[:1]:
@@ -269,13 +269,13 @@ def prune_embedding_cache(registry: Registry, store: ChromaStore, model: str) ->
     Raises:
         StoreError: If Chroma cannot be read.
     """
-    keep, without = registry.live_content_hashes()
+    keep, without = registry.embeddings.live_content_hashes()
     for i in range(0, len(without), 500):
         for hit in store.get(without[i : i + 500]):
             h = hit.metadata.get("content_hash")
             if isinstance(h, str):
                 keep.add(h)
-    removed = registry.prune_embeddings(model, keep)
+    removed = registry.embeddings.prune(model, keep)
     if removed:
         logger.info("removed %d embedding-cache entries no live chunk uses", removed)
     return removed
@@ -416,7 +416,7 @@ def check(
             rep.problems.append(f"{len(bad)} documents' stored word pieces per line cannot be used (e.g. {bad[0]});"
                                 " queries count them instead")
     dim = _vector_dim(registry, store, model, live)
-    damaged = registry.damaged_embeddings(model, dim) if dim else []
+    damaged = registry.embeddings.damaged(model, dim) if dim else []
     if damaged:
         rep.problems.append(f"{len(damaged)} cached embeddings are damaged (e.g. {damaged[0][:12]}); queries read"
                             " Chroma for those chunks")
@@ -447,7 +447,7 @@ def check(
         if dropped:
             rep.repaired.append(f"removed {dropped} embedding-cache entries no live chunk uses")
         if damaged:
-            registry.drop_embeddings(model, damaged)
+            registry.embeddings.drop(model, damaged)
             rep.repaired.append(f"removed {len(damaged)} damaged cached embeddings")
         if tokenizer is not None:
             counted = fill_line_tokens(registry, tokenizer, verify=True)

@@ -429,7 +429,7 @@ class Ranker:
 
         The order is the tie-break of an exact search (equal cosines rank in request order,
         whichever store a vector came from). First from the registry's embedding cache
-        (:meth:`~proxypointer.registry.Registry.chunk_vectors`: the vectors ingest wrote, read
+        (:meth:`~proxypointer.embedcache.EmbeddingCache.chunk_vectors`: the vectors ingest wrote, read
         from SQLite), the rest from Chroma (:meth:`~proxypointer.store.ChromaStore.vectors`).
         Chroma fails a whole read by id when another process writes meanwhile: a replaced
         version's chunks deleted, or new chunks that the metadata knows and this process's
@@ -441,7 +441,7 @@ class Ranker:
             StaleSourceError: If the read failed and some ids are of a version no longer live
                 (:meth:`~proxypointer.retrieval.Retriever.retrieve` then searches again).
         """
-        cached, vectors = self.index.registry.chunk_vectors(self.index.embedder.name, chunk_ids, dim)
+        cached, vectors = self.index.registry.embeddings.chunk_vectors(self.index.embedder.name, chunk_ids, dim)
         have = set(cached)
         rest = [c for c in chunk_ids if c not in have]
         if not rest:

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from .embedcache import EmbeddingCache
 from .errors import StoreError, StoreNotFoundError
 from .lexical import title_field
 from .records import decode_record, lexical_text, record_content_hash, try_decode_record
@@ -224,6 +223,7 @@ class Registry:
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"{self.root}: cannot open the registry ({err}); check permissions") from err
         self.sources = StoredSources(self)
+        self.embeddings = EmbeddingCache(self)
         # Lexical search: the query tokenizer's temporary tables are per connection, used under
         # this lock; the live chunk count per generation; document frequencies per term.
         self._lexical_lock = threading.Lock()
@@ -391,8 +391,9 @@ class Registry:
                 ``records`` (:func:`~proxypointer.records.lexical_text`); without either, the chunks get no lexical
                 row until their records are copied in (``set_chunk_records``).
             content_hashes: For each of ``chunk_ids``, in order, the embedding-cache key of the
-                vector written to Chroma (``Chunk.content_hash``): :meth:`chunk_vectors` then
-                reads it from the cache. None: not known (queries read Chroma).
+                vector written to Chroma (``Chunk.content_hash``):
+                :meth:`~proxypointer.embedcache.EmbeddingCache.chunk_vectors` then reads it from the cache. None:
+                not known (queries read Chroma).
 
         Raises:
             ValueError: If ``records``, ``lexical_texts`` or ``content_hashes`` and ``chunk_ids``
@@ -552,8 +553,9 @@ class Registry:
         Returns the number of rows updated.
 
         Ids that are no longer live are ignored, so a copy read from Chroma can never make a
-        deleted chunk live again. Each row's content hash (:meth:`chunk_vectors`) is taken from
-        the copy's metadata (cleared with the copy).
+        deleted chunk live again. Each row's content hash
+        (:meth:`~proxypointer.embedcache.EmbeddingCache.chunk_vectors`) is taken from the copy's metadata
+        (cleared with the copy).
         """
         rows = [(r, None if r is None else record_content_hash(r), c) for c, r in records.items()]
         with self.transaction() as db:
@@ -567,9 +569,9 @@ class Registry:
         """Give live chunks written by an older version their content hash, from their record copies.
 
         Stores written before chunks kept their embedding-cache key read every vector from
-        Chroma (:meth:`chunk_vectors`); this reads the key from each record copy's metadata
-        once (``''`` when it has none, so the row is not read again). Costs one indexed query
-        when nothing is missing.
+        Chroma (:meth:`~proxypointer.embedcache.EmbeddingCache.chunk_vectors`); this reads the key from
+        each record copy's metadata once (``''`` when it has none, so the row is not read again).
+        Costs one indexed query when nothing is missing.
 
         Returns:
             Number of rows given a hash.
@@ -997,154 +999,6 @@ class Registry:
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM lexical_rows WHERE doc_id = ?)", (doc_id,)
             )
         db.execute("DELETE FROM lexical_rows WHERE doc_id = ?", (doc_id,))
-
-    # -- embedding cache ----------------------------------------------------------------
-    def cached_embeddings(self, model: str, content_hashes: list[str]) -> dict[str, np.ndarray]:
-        """Return cached vectors by content hash (float32 ``(dim,)`` each) for one model.
-
-        A damaged row (not a blob, or not of the size of the model's other rows) is left out,
-        so the caller encodes that text again and its new vector replaces the row.
-        """
-        out: dict[str, np.ndarray] = {}
-        uniq = list(set(content_hashes))
-        size = None
-        for i in range(0, len(uniq), 500):
-            part = uniq[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for h, blob in self._db.execute(
-                f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
-                [model, *part],
-            ):
-                size = size or self._vector_size(model)
-                if isinstance(blob, bytes) and len(blob) == size:
-                    out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    def _vector_size(self, model: str) -> int:
-        """Return the bytes of one cached vector of ``model``.
-
-        As recorded by :meth:`cache_embeddings`; for a store written before the size was
-        recorded, the commonest size among 1,000 of its rows.
-        """
-        recorded = self.vector_bytes(model)
-        if recorded:
-            return recorded
-        row = self._db.execute(
-            "SELECT length(v), count(*) FROM (SELECT vector AS v FROM embeddings WHERE model = ?"
-            " AND typeof(vector) = 'blob' LIMIT 1000) GROUP BY 1 ORDER BY 2 DESC LIMIT 1", (model,)).fetchone()
-        return int(row[0]) if row and row[0] and row[0] % 4 == 0 else -1
-
-    def chunk_vectors(self, model: str, chunk_ids: Sequence[str], dim: int) -> tuple[list[str], np.ndarray]:
-        """Vectors of live chunks read from the embedding cache, by the content hash each was written with.
-
-        The cache holds the very vector ingest wrote to Chroma for a chunk (``embed_chunks``
-        writes the cached or freshly cached float32 vector); Chroma keeps its own normalised
-        copy, equal to it within float32 rounding (at most 1.5e-8 apart at 1M chunks), so
-        cosines agree to about 1e-7. At 1M chunks a read took 20-21 us per id against Chroma's
-        36-44 us with the registry in the OS page cache, 227 against 55 with it on disk
-        (docs/benchmarks.md, "Latency round").
-
-        Args:
-            model: The store's embedding model (the cache key's model part).
-            chunk_ids: Chunk ids; ids not live, written without a content hash (an older
-                version of this library, a distributed run), whose vector is not cached or
-                whose cached row is not ``dim`` float32 values (damaged; logged, and
-                ``check --repair`` drops it) are left out: read those from Chroma.
-            dim: The model's embedding dimension.
-
-        Returns:
-            ``(ids, vectors)``: the ids found, in no set order, and float32 ``(len(ids), dim)``
-            (``(0, 0)`` when none).
-        """
-        found: list[str] = []
-        blobs: list[bytes] = []
-        ids = list(dict.fromkeys(chunk_ids))
-        size, damaged = 4 * dim, 0
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for cid, blob in self._db.execute(
-                "SELECT c.chunk_id, e.vector FROM chunks c JOIN embeddings e"
-                f" ON e.model = ? AND e.content_hash = c.content_hash WHERE c.chunk_id IN ({marks})",
-                [model, *part],
-            ):
-                if isinstance(blob, bytes) and len(blob) == size:
-                    found.append(cid)
-                    blobs.append(blob)
-                else:
-                    damaged += 1
-        if damaged:
-            logger.warning("%s: %d cached embeddings are not %d float32 values; read from Chroma "
-                           "(`proxypointer check --repair` drops them)", self.root, damaged, dim)
-        if not blobs:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        return found, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-
-    def damaged_embeddings(self, model: str, dim: int) -> list[str]:
-        """Return the content hashes of cached embeddings of ``model`` that are not ``dim`` float32 values."""
-        return [r[0] for r in self._db.execute(
-            "SELECT content_hash FROM embeddings WHERE model = ? AND"
-            " (typeof(vector) != 'blob' OR length(vector) != ?)", (model, 4 * dim))]
-
-    def drop_embeddings(self, model: str, content_hashes: Sequence[str]) -> None:
-        """Delete cached embeddings of ``model`` by content hash."""
-        with self.transaction() as db:
-            db.executemany("DELETE FROM embeddings WHERE model = ? AND content_hash = ?",
-                           [(model, h) for h in content_hashes])
-
-    def cache_embeddings(self, model: str, items: dict[str, np.ndarray]) -> None:
-        """Store vectors by content hash for one model (the first write records their size)."""
-        rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()]
-        with self.transaction() as db:
-            db.executemany("INSERT OR REPLACE INTO embeddings (model, content_hash, vector) VALUES (?, ?, ?)", rows)
-            if rows:
-                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                           (f"vector_bytes:{model}", str(len(rows[0][2]))))
-
-    def vector_bytes(self, model: str) -> int | None:
-        """Bytes of one cached vector of ``model`` (dimension x 4), as first written; None if unknown."""
-        value = self.get_meta(f"vector_bytes:{model}")
-        return int(value) if value and value.isdigit() else None
-
-    def live_content_hashes(self) -> tuple[set[str], list[str]]:
-        """Content hashes (embedding-cache keys) of the live chunks, read from their record copies.
-
-        Returns:
-            ``(hashes, without)``: the hashes found, and the ids of live chunks whose copy is
-            missing or unreadable (the caller reads those from Chroma).
-        """
-        hashes: set[str] = set()
-        without: list[str] = []
-        for cid, rec in self._db.execute("SELECT chunk_id, record FROM chunks"):
-            decoded = try_decode_record(rec) if rec is not None else None
-            h = decoded[1].get("content_hash") if decoded else None
-            if isinstance(h, str):
-                hashes.add(h)
-            else:
-                without.append(cid)
-        return hashes, without
-
-    def prune_embeddings(self, model: str, keep: Iterable[str]) -> int:
-        """Drop cached vectors that no live chunk uses: other models', and this model's not in ``keep``.
-
-        Args:
-            model: The store's embedding model (cache key part).
-            keep: Content hashes of the live chunks.
-
-        Returns:
-            Number of cache entries removed.
-        """
-        with self.transaction() as db:
-            db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_hashes (h TEXT PRIMARY KEY)")
-            db.execute("DELETE FROM keep_hashes")
-            db.executemany("INSERT OR IGNORE INTO keep_hashes (h) VALUES (?)", ((h,) for h in keep))
-            before = db.total_changes
-            db.execute(
-                "DELETE FROM embeddings WHERE model != ? OR content_hash NOT IN (SELECT h FROM keep_hashes)", (model,)
-            )
-            removed = db.total_changes - before
-            db.execute("DELETE FROM keep_hashes")
-        return removed
 
     def stats(self) -> dict[str, int]:
         """Count documents, sections, chunks, cached embeddings and documents not ready.

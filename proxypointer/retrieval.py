@@ -755,7 +755,7 @@ class Retriever:
         """Word pieces of each stored line of a document version (index 0 is line 1), from a small LRU.
 
         Read from the counts ingest stored beside the text
-        (:meth:`~proxypointer.registry.Registry.sources.load_line_tokens`); counted here only for a
+        (:meth:`~proxypointer.sources.StoredSources.load_line_tokens`); counted here only for a
         store written without them (tokenising a filing's lines took 117 ms on average, 29
         FinanceBench filings in 3.4 s: the tail of a query's first read of a document;
         docs/benchmarks.md, "Latency round").

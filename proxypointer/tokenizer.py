@@ -118,7 +118,7 @@ class HFTokenizer:
 def line_token_counts(lines: Sequence[str], tokenizer: TokenCounter) -> list[int]:
     """Word pieces of each line (special tokens excluded): what the delivery policy measures.
 
-    Ingest stores them beside a document's text (``Registry.sources.save``) so that a query
+    Ingest stores them beside a document's text (``StoredSources.save``) so that a query
     never tokenises a whole document to size a section; retrieval computes them the same way
     for a store that has none.
 

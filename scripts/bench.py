@@ -573,7 +573,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
         "seed_chunks": seed_store.count(),
         "noise": cfg["query"]["noise"],
         "lean": lean,
-        "format": 2,  # 2: chunks carry content hashes, every vector cached (Registry.chunk_vectors)
+        "format": 2,  # 2: chunks carry content hashes, every vector cached (EmbeddingCache.chunk_vectors)
     }
     mpath = dest / "bench-manifest.json"
     if mpath.is_file():
@@ -633,7 +633,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
             )
         write_s += time.perf_counter() - t
         if model:
-            reg.cache_embeddings(model, {h: v for *_, hashes, vecs in pending_docs for h, v in zip(hashes, vecs,
+            reg.embeddings.put(model, {h: v for *_, hashes, vecs in pending_docs for h, v in zip(hashes, vecs,
                                                                                                   strict=True)})
         for doc_id, rec, ids, copies, lexical, hashes, _ in pending_docs:
             reg.begin_write(doc_id, rec.source_path, rec.doc_hash)

@@ -252,7 +252,7 @@ class RegistryGate:
                 self.registry.begin_write(doc_id, sources[i], doc_hashes[i])
             self.begun.add(doc_id)
         hashes = batch.column("content_hash").to_pylist()
-        known = self.registry.cached_embeddings(self.model, [hashes[i] for i in chunk_rows])
+        known = self.registry.embeddings.get(self.model, [hashes[i] for i in chunk_rows])
         if not known:
             return batch
         vectors = batch.column("vector").to_pylist()
@@ -389,7 +389,7 @@ class CacheWriter:
             hashes = batch.column("content_hash").to_pylist()
             vectors = batch.column("vector").to_pylist()
             items = {hashes[i]: np.frombuffer(vectors[i], dtype=np.float32) for i, f in enumerate(fresh) if f}
-            self.registry.cache_embeddings(self.model, items)
+            self.registry.embeddings.put(self.model, items)
         return batch
 
 

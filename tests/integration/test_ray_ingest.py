@@ -351,7 +351,7 @@ def test_driver_killed_during_the_writes_leaves_old_or_new(ray_cluster, chroma_p
                     HashingEmbedder())
         ref.ingest([tmp_path / f"ref-{name}"], show_progress=False)
         refs[name] = {d: ref.registry.chunk_ids(d) for d in docs}
-        refs[name + "-hashes"], _ = ref.registry.live_content_hashes()
+        refs[name + "-hashes"], _ = ref.registry.embeddings.live_content_hashes()
         ref.close()
 
     folder, store, collection = tmp_path / "docs", tmp_path / "store", f"kill-{kill_after}"
@@ -370,7 +370,7 @@ def test_driver_killed_during_the_writes_leaves_old_or_new(ray_cluster, chroma_p
     for d in V2:
         allowed = [refs["v2"][d]] + ([refs["v1"][d]] if d in V1 else [set()])
         assert seen.get(d, set()) in allowed, (d, sorted(seen.get(d, set())))
-    cached_before = set(index.registry.cached_embeddings("test-hashing-embedder", sorted(refs["v3-hashes"])))
+    cached_before = set(index.registry.embeddings.get("test-hashing-embedder", sorted(refs["v3-hashes"])))
     index.close()
 
     replace_docs(folder, V3)

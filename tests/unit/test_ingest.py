@@ -323,7 +323,7 @@ def test_prune_and_repair_drop_cache_entries_no_live_chunk_uses(tmp_path, make_i
     rep = index.ingest([src], prune=True, show_progress=False)
     assert rep.cache_pruned == 2 and "2 unused cached embeddings removed" in rep.summary()
     assert index.status()["cached_embeddings"] == 2 == index.status()["chunks"]
-    index.registry.cache_embeddings("another-model", {"f" * 40: __import__("numpy").ones(4, "float32")})
+    index.registry.embeddings.put("another-model", {"f" * 40: __import__("numpy").ones(4, "float32")})
     index.registry._db.execute("UPDATE chunks SET record = NULL")  # copies missing: hashes come from Chroma
     fixed = index.check(repair=True)
     assert "removed 1 embedding-cache entries no live chunk uses" in fixed.repaired
@@ -465,10 +465,10 @@ def test_a_damaged_cached_embedding_is_encoded_again_not_written(tmp_path, make_
     reg, model = index.registry, index.embedder.name
     kettle = next(c for c in reg.chunk_ids("guide") if "kettle" in reg.chunk_records([c])[c][0].lower())
     key = reg._db.execute("SELECT content_hash FROM chunks WHERE chunk_id = ?", (kettle,)).fetchone()[0]
-    good = reg.cached_embeddings(model, [key])[key].copy()
+    good = reg.embeddings.get(model, [key])[key].copy()
     reg._db.execute("UPDATE embeddings SET vector = substr(vector, 1, 100) WHERE content_hash = ?", (key,))
-    assert reg.cached_embeddings(model, [key]) == {}  # never handed to a writer
+    assert reg.embeddings.get(model, [key]) == {}  # never handed to a writer
     src.write_text(src.read_text() + "\n## Kettle lid\n\nClose it.\n")  # the kettle text is unchanged
     rep = index.ingest([src.parent], show_progress=False)
     assert rep.indexed == 1 and rep.embedded >= 2  # the damaged text is encoded again with the new one
-    assert np.allclose(reg.cached_embeddings(model, [key])[key], good, atol=1e-6) and index.check().ok
+    assert np.allclose(reg.embeddings.get(model, [key])[key], good, atol=1e-6) and index.check().ok

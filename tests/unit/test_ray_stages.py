@@ -119,7 +119,7 @@ def test_cached_chunks_are_not_encoded_and_fresh_vectors_are_cached(tmp_path, ma
     assert all("C" in t.split("\n", 1)[0] for t in new)  # only the new section's chunks were encoded
     hashes = [h for h, k in zip(parsed.column("content_hash").to_pylist(), parsed.column("kind").to_pylist(),
                                 strict=True) if k == stages.CHUNK]
-    assert set(index.registry.cached_embeddings(fake_embedder.name, hashes)) == set(hashes)
+    assert set(index.registry.embeddings.get(fake_embedder.name, hashes)) == set(hashes)
     assert index.check().ok
 
 

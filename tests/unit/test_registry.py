@@ -99,14 +99,14 @@ def test_sources_are_content_addressed_and_pruned(reg):
 
 def test_embedding_cache_round_trip(reg):
     v = np.arange(4, dtype=np.float32)
-    reg.cache_embeddings("m", {"h1": v, "h2": v * 2})
-    got = reg.cached_embeddings("m", ["h1", "h2", "h3", "h1"])
+    reg.embeddings.put("m", {"h1": v, "h2": v * 2})
+    got = reg.embeddings.get("m", ["h1", "h2", "h3", "h1"])
     assert set(got) == {"h1", "h2"} and got["h2"].dtype == np.float32
     assert np.array_equal(got["h2"], v * 2)
-    assert reg.cached_embeddings("other-model", ["h1"]) == {}
+    assert reg.embeddings.get("other-model", ["h1"]) == {}
     many = {f"k{i}": v for i in range(1200)}  # more than one IN (...) page
-    reg.cache_embeddings("m", many)
-    assert len(reg.cached_embeddings("m", list(many))) == 1200
+    reg.embeddings.put("m", many)
+    assert len(reg.embeddings.get("m", list(many))) == 1200
 
 
 def test_stats(reg):

@@ -674,7 +674,8 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
     real = idx.store.vectors
     calls = []
     # a store written before the registry knew each chunk's cached vector: queries read Chroma
-    monkeypatch.setattr(idx.registry, "chunk_vectors", lambda model, ids, dim: ([], np.zeros((0, 0), np.float32)))
+    monkeypatch.setattr(idx.registry.embeddings, "chunk_vectors",
+                        lambda model, ids, dim: ([], np.zeros((0, 0), np.float32)))
 
     def racing(ids):
         calls.append(list(ids))
@@ -712,7 +713,7 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     live = sorted(idx.registry.chunk_ids("guide"))
     assert len(live) >= 3
     dim = idx.embedder.dim
-    ids, cached = idx.registry.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"], dim)
+    ids, cached = idx.registry.embeddings.chunk_vectors(idx.embedder.name, [*live, "guide::nope::n::0000"], dim)
     assert sorted(ids) == live  # an id that is not live is left out
     chroma = dict(zip(*idx.store.vectors(live), strict=True))
     # the vector ingest wrote; Chroma keeps its own normalised copy (float32 rounding apart)
@@ -736,22 +737,23 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     assert ranker._vectors(wanted, dim)[0] == wanted[1:]  # Chroma lacks the rest: the cached ones keep the order
     monkeypatch.setattr(idx.store, "vectors", read_chroma)
     # the next ingest (or check --repair) gives such rows their key from their record copies
-    assert idx.fill_records() == 0 and sorted(idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0]) == live
+    assert idx.fill_records() == 0
+    assert sorted(idx.registry.embeddings.chunk_vectors(idx.embedder.name, live, dim)[0]) == live
     # a damaged cache row (cut short, emptied, text) is never used: that vector is read from Chroma
     for damaged in (b"\x00" * 100, b"", "hello"):
         idx.registry._db.execute(
             "UPDATE embeddings SET vector = ?"
             " WHERE content_hash = (SELECT content_hash FROM chunks WHERE chunk_id = ?)", (damaged, live[0]))
-        assert sorted(idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0]) == live[1:]
+        assert sorted(idx.registry.embeddings.chunk_vectors(idx.embedder.name, live, dim)[0]) == live[1:]
         assert ranker.cosines(live, query) == pytest.approx(expected, abs=1e-6)
     # check names it, check --repair drops it (that chunk's vector is read from Chroma until re-embedded)
     assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
-    assert idx.registry.damaged_embeddings(idx.embedder.name, dim) == []
+    assert idx.registry.embeddings.damaged(idx.embedder.name, dim) == []
     # every row cut to the same wrong size, in a store that never recorded the size (an older
     # writer): still not the model's vectors (check asks Chroma for the dimension)
     idx.registry._db.execute("UPDATE embeddings SET vector = substr(vector, 1, 100)")
     idx.registry._db.execute("DELETE FROM meta WHERE key LIKE 'vector_bytes:%'")
-    assert idx.registry.chunk_vectors(idx.embedder.name, live, dim)[0] == []
+    assert idx.registry.embeddings.chunk_vectors(idx.embedder.name, live, dim)[0] == []
     assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
     assert idx.registry._db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
     assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
