@@ -3,7 +3,7 @@
 Both lexical indexes of the registry (chunks and section titles, SQLite FTS5) read what is
 written here: :func:`lexical_terms` turns a query into the words any of which may match;
 :func:`title_field` turns a section's title path into the text its title row indexes. FTS5's
-own tokenizer (``porter unicode61``, :data:`~proxypointer.registry.LEXICAL_TOKENIZER`) then
+own tokenizer (``porter unicode61``, :data:`~proxypointer.lexicalindex.LEXICAL_TOKENIZER`) then
 folds case and diacritics and stems both sides alike. Nothing here imports anything heavy.
 """
 
@@ -40,7 +40,7 @@ def words(text: str) -> list[str]:
 def lexical_terms(query: str, max_terms: int = MAX_LEXICAL_TERMS) -> list[str]:
     """Distinct lower-cased words of two or more characters, stop words removed, in query order.
 
-    The registry quotes each one for FTS5 (:meth:`~proxypointer.registry.Registry.lexical_search`),
+    The registry quotes each one for FTS5 (:meth:`~proxypointer.lexicalindex.LexicalIndex.search`),
     so operators (``AND``, ``NEAR``), column filters and ``*`` in a query are plain words.
 
     Args:

@@ -479,7 +479,7 @@ class Ranker:
         if not terms:
             return []
         doc_ids, exact = _filter_docs(where)
-        pairs = self.index.registry.lexical_search(terms, n, doc_ids)
+        pairs = self.index.registry.lexical.search(terms, n, doc_ids)
         hits = self.live([_id_hit(cid, score) for cid, score in pairs])
         return hits if exact else self._matching(hits, where)
 
@@ -497,7 +497,7 @@ class Ranker:
         """Chunk hits of the sections whose titles match the query, best title first.
 
         The registry's title index (BM25 over each heading's title path, Porter-stemmed:
-        :meth:`~proxypointer.registry.Registry.title_search`) ranks sections; each found section
+        :meth:`~proxypointer.lexicalindex.LexicalIndex.title_search`) ranks sections; each found section
         contributes its best chunk by cosine similarity, anywhere in its subtree (the subtree's
         chunk ids come with the title row; only rows written by an older version read the
         document's tree), so a question
@@ -521,7 +521,7 @@ class Ranker:
         if not terms:
             return []
         doc_ids, exact = _filter_docs(where)
-        found = self.index.registry.title_search(terms, 4 * n, doc_ids)
+        found = self.index.registry.lexical.title_search(terms, 4 * n, doc_ids)
         budget = [SUBTREE_SCORED_CHUNKS]
         out: list[Hit] = []
         seen: set[str] = set()

@@ -53,10 +53,10 @@ def test_a_writer_killed_around_the_flip_leaves_lexical_hits_of_one_version(tmp_
     flipped = kill_at == "after_commit:1"  # killed after the flip: the new version is live
     assert (bool(old), bool(new)) == ((False, True) if flipped else (True, False))
     assert all(h.metadata["version"] == live for h in old + new)
-    assert set(index.registry.lexical_rows("guide")) == index.registry.chunk_ids("guide")
+    assert set(index.registry.lexical.rows("guide")) == index.registry.chunk_ids("guide")
     # the title index (FTS5 over heading paths) flips with the same transaction
-    titles = index.registry.title_search(lexical_terms("limescale"), 10)
+    titles = index.registry.lexical.title_search(lexical_terms("limescale"), 10)
     assert bool(titles) == flipped
-    kettle = index.registry.title_search(lexical_terms("kettle"), 10)
+    kettle = index.registry.lexical.title_search(lexical_terms("kettle"), 10)
     assert kettle and {h.version for h in kettle + titles} == {live}
     index.close()

@@ -165,7 +165,7 @@ def snapshot(index: Index) -> dict:
                        r.source_path) for r in index.registry.documents()}
     texts = {h.chunk_id: h.text for h in index.store.get(sorted(meta))}
     return {"meta": meta, "vectors": dict(zip(ids, vecs, strict=True)), "docs": docs, "texts": texts,
-            "chunks": {d: index.registry.chunk_ids(d) for d in docs}, "lexical": index.registry.lexical_rows()}
+            "chunks": {d: index.registry.chunk_ids(d) for d in docs}, "lexical": index.registry.lexical.rows()}
 
 
 def dense_view(index: Index) -> Index:

@@ -121,7 +121,7 @@ def test_markers_are_never_embedded_nor_delivered(make_index, corpus, fake_embed
     index.ingest([corpus], show_progress=False)
     assert fake_embedder.embedded_texts
     assert not [t for t in fake_embedder.embedded_texts if "<!--" in t or "page 2" in t]
-    lexical = index.registry.lexical_rows("report")
+    lexical = index.registry.lexical.rows("report")
     assert lexical and not [t for t in lexical.values() if "<!--" in t]
     r = Retriever(index)
     risk = section(r, "roadrunners competition desert equipment")

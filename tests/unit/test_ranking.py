@@ -219,7 +219,7 @@ def test_a_section_found_by_its_title_gives_its_best_chunk(filing):
 
 def test_title_rows_carry_the_subtree_chunks_of_the_live_tree_and_older_rows_still_work(filing, monkeypatch):
     ranker = Ranker(filing)
-    rows = filing.registry.title_search(["balance", "sheet", "note", "debt", "water", "report"], 200)
+    rows = filing.registry.lexical.title_search(["balance", "sheet", "note", "debt", "water", "report"], 200)
     assert len(rows) > 5
     for row in rows:  # what the row keeps is what the tree says
         assert row.chunk_ids == tuple(ranker.trees.get(row.doc_id, row.version).subtree_chunks(row.node_id))

@@ -85,7 +85,7 @@ def observed(index) -> dict:
         "docs": {r.doc_id: (r.version, r.state, r.n_chunks, r.title) for r in index.registry.documents()},
         "meta": meta,
         "vectors": {i: v.tobytes() for i, v in zip(ids, vecs, strict=True)},
-        "lexical": index.registry.lexical_rows(),
+        "lexical": index.registry.lexical.rows(),
     }
 
 

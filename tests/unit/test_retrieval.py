@@ -523,8 +523,8 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
     # the title index too: the new heading is not searchable, the old one is, at the live version
     from proxypointer.lexical import lexical_terms
 
-    assert reader.registry.title_search(lexical_terms("limescale"), 10) == []
-    rows = reader.registry.title_search(lexical_terms("kettle"), 10)
+    assert reader.registry.lexical.title_search(lexical_terms("limescale"), 10) == []
+    rows = reader.registry.lexical.title_search(lexical_terms("kettle"), 10)
     assert rows and {r.version for r in rows} == {reader.registry.get("guide").version}
     assert ranker.titles("kettle limescale", 10, None, ranker.query_vectors("kettle"), {})
     (s,) = Retriever(reader).retrieve("kettle limescale", k=1)
