@@ -1,6 +1,12 @@
-"""The registry: which version of each document is indexed, stored sources, embedding cache.
+"""The registry: which version of each document is live, in one SQLite file its parts share.
 
-One SQLite file (WAL) and a content-addressed folder beside the store.
+One SQLite file (WAL) beside the store. Its parts use the registry's one connection and its
+transactions: :attr:`Registry.sources` (:class:`~proxypointer.sources.StoredSources`, the
+content-addressed folder of stored texts), :attr:`Registry.embeddings`
+(:class:`~proxypointer.embedcache.EmbeddingCache`) and :attr:`Registry.lexical`
+(:class:`~proxypointer.lexicalindex.LexicalIndex`, the FTS5 chunk and title indexes, whose
+rows change in the transaction that flips a version). Record copies are encoded by
+:mod:`proxypointer.records`.
 
 The registry is the source of truth for *which* chunks are live: a Chroma hit counts only
 if its ``version`` metadata equals the registry's live version of its document. Writing a new version therefore
@@ -9,10 +15,10 @@ transaction, then the old chunks are deleted. A crash at any point leaves the do
 its old or its new version; ``state`` records what the next run must repair.
 
 Each live chunk's row also keeps a copy of its Chroma record (text and metadata, see
-:func:`~proxypointer.records.encode_record`), written in the same transaction that makes it live, so a query reads
-its k winners from SQLite (~0.1 ms) instead of from Chroma (~3.5 ms at 100k chunks,
-docs/benchmarks.md). Rows of stores written before that copy existed have none: retrieval
-reads those from Chroma, and the next ingest or ``check --repair`` fills them in.
+:func:`~proxypointer.records.encode_record`), written in the same transaction that makes it
+live, so a query reads its k winners from SQLite (~0.1 ms) instead of from Chroma (~3.5 ms at
+100k chunks, docs/benchmarks.md). Rows of stores written before that copy existed have
+none: retrieval reads those from Chroma, and the next ingest or ``check --repair`` fills them in.
 """
 
 from __future__ import annotations
@@ -129,7 +135,13 @@ class DocumentRecord:
 
 
 class Registry:
-    """SQLite registry, stored sources and embedding cache under one folder.
+    """SQLite registry of document versions and live chunks, with the parts that share it.
+
+    Attributes:
+        root: The store folder.
+        sources: Stored source texts, page maps and line token counts (``sources/``).
+        embeddings: The embedding cache.
+        lexical: The FTS5 chunk and title indexes.
 
     Args:
         root: Store folder; ``registry.sqlite3`` and ``sources/`` live here.
