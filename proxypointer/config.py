@@ -290,6 +290,22 @@ class RetrievalConfig:
             when queries name their document (``{title}. {question}``): QASPER dev corpus
             hit@5 0.729 -> 0.883 with 3 (docs/evaluation.md).
         title_routing_weight: Weight of that ranking in the fusion.
+        focus_weight: Weight of the focus ranking (``ranking.Ranker.focus``): for a query of
+            several sentences searched over more than one document, the question sentence
+            searched alone inside the one document that holds ``focus_share`` of the fused
+            score of the first hits, fused with the fused ranking (weight 1). A query that
+            names its document before it asks ("<title>. <question>") then ranks inside it by
+            the question, not by the name. 0 turns it off. 2.0 with ``focus_share`` 0.7,
+            measured on the three dev sets (docs/evaluation.md, focus round): QASPER-60 corpus
+            hit@5 without title routing 0.706 -> 0.833, every other figure of QASPER,
+            FinanceBench and the long reports unchanged (doc scope is never focused: one
+            document). Weight 1 gave 0.850 and 4 0.867 without the share rule.
+        focus_share: Share (0..1) of the first hits' fused score that one document must hold
+            for the focus ranking (0: the best document always). Filings questions carry definitions and statement names
+            in the sentences after the question, and their votes are split between a
+            company's filings (top document's share 0.30-0.74 when wrong, FinanceBench
+            corpus); a query that names a paper gives its document 0.72-1.0. 0.7: hit@5 of
+            FinanceBench corpus unchanged, QASPER-60 corpus 0.833 (0.883 at 0, 0.806 at 0.75).
         follow_references: Add the sections that retrieved sections cite ("see Note 14",
             "Section 2.04") and look up labels named in the query
             (``references.ReferenceFollower``; docs/evaluation.md, "Cross-references").
@@ -329,6 +345,14 @@ class RetrievalConfig:
             ranked 3rd to 5th). Capping the tail's subtrees too cost 1-7 QASPER points.
         full_ranks: Sections (1-based ranks ``1..full_ranks``) delivered under
             ``own_text_tokens`` when ``tail_own_tokens`` is set.
+        delivery_budget_tokens: Word pieces that ``retrieve``'s ranked sections may take
+            together before the caps apply: a section whose whole subtree fits what the
+            sections ranked above it left of this budget is delivered whole, whatever
+            ``subtree_cap_tokens`` says; the caps apply otherwise. 0 (default): off.
+            Measured (docs/evaluation.md, focus round): 2,500 takes QASPER-60 doc hit@5 from
+            0.889 to 0.900 for +6% tokens@5, and the long reports from 2,909 to 3,218 tokens@5
+            with no hit gained, over their target; so it is for collections of papers-sized
+            documents, not the default.
         demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
             no text of its own, shared case 11) after every section with text, unless a label
             in the query names them: their chunk matches any query that names the document.
@@ -347,6 +371,8 @@ class RetrievalConfig:
     assembly_order: str = "chunks"
     title_routing_docs: int = 3
     title_routing_weight: float = 1.0
+    focus_weight: float = 2.0
+    focus_share: float = 0.7
     follow_references: bool = False
     title_weight: float = 0.5
     label_lookup: bool = True
@@ -355,6 +381,7 @@ class RetrievalConfig:
     excerpt_tokens: int = 0
     tail_own_tokens: int = 400
     full_ranks: int = 2
+    delivery_budget_tokens: int = 0
     demote_empty: bool = True
 
     def __post_init__(self) -> None:
@@ -410,6 +437,15 @@ class RetrievalConfig:
             self.tail_own_tokens >= 0, "retrieval.tail_own_tokens", f"expected an int >= 0, got {self.tail_own_tokens}"
         )
         _check(self.full_ranks >= 1, "retrieval.full_ranks", f"expected an int >= 1, got {self.full_ranks}")
+        _check(
+            self.delivery_budget_tokens >= 0,
+            "retrieval.delivery_budget_tokens",
+            f"expected an int >= 0 (0: off), got {self.delivery_budget_tokens}",
+        )
+        _check(self.focus_weight >= 0, "retrieval.focus_weight", f"expected >= 0, got {self.focus_weight}")
+        _check(
+            0 <= self.focus_share <= 1, "retrieval.focus_share", f"expected a share in [0, 1], got {self.focus_share}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,9 @@ Up to three rankings of chunks, fused by reciprocal rank fusion (RRF), then sect
 * **title routing**: dense hits inside the documents whose titles best match the query
   (``retrieval.title_routing_docs``); a query that names a title verbatim is searched in that
   document only (:meth:`Ranker.route`);
+* **focus**: the question sentence of a query of several sentences, searched alone inside the
+  one document the whole query names by its chunks (``retrieval.focus_weight``,
+  :meth:`Ranker.focus`), fused with the fused ranking;
 * chunk hits -> sections: :func:`score_sections` (``max``, ``sum`` or ``rrf``).
 
 A :class:`Ranker` only ranks chunks; :mod:`proxypointer.retrieval` turns them into sections.
@@ -49,6 +52,7 @@ __all__ = [
     "Ranker",
     "Ranking",
     "Route",
+    "focus_sentence",
     "fuse_rrf",
     "lexical_terms",
     "rank_sections",
@@ -680,6 +684,50 @@ class Ranker:
                 self._titles = (generation, index)
             return self._titles[1]
 
+    # -- focus ------------------------------------------------------------------------------
+    def focus(self, route: Route, hits: Sequence[Hit], n: int, cosine: dict[str, float]) -> list[Hit]:
+        """Dense hits of a query's question sentence inside the one document the whole query names.
+
+        A query of several sentences often names its document before it asks ("<paper title>.
+        What dataset do they use?"): the naming sentence finds the document, and then pulls
+        the ranking inside it towards chunks like the title (abstract, introduction). When the
+        search covers more than one document and one document holds at least
+        ``retrieval.focus_share`` of the fused score of the first ``n`` hits, the question
+        sentence (:func:`focus_sentence`) is searched alone inside that document.
+
+        Args:
+            route: The routed query (not one whose title routing named its documents).
+            hits: The fused ranking of the whole query, best first.
+            n: Hits fetched per ranking (and the hits that vote).
+            cosine: ``chunk_id -> cosine``; the focused hits' similarities to the question
+                sentence are added for chunks not yet in it.
+
+        Returns:
+            The focused dense hits, best first; empty when the query is one sentence, when
+            only one document can match, or when no document holds the share.
+        """
+        part = focus_sentence(route.query)
+        if not part or not hits or not self._several_documents(route.where):
+            return []
+        votes: dict[str, float] = {}
+        for h in hits[:n]:
+            d = h.metadata.get("doc_id", "")
+            votes[d] = votes.get(d, 0.0) + h.score
+        top = max(votes, key=votes.__getitem__)
+        if votes[top] < self.config.focus_share * sum(votes.values()):
+            return []
+        found = self.dense(part, n, _and(route.where, doc_filter([top])), vectors=self.query_vectors(part))
+        for h in found:
+            cosine.setdefault(h.chunk_id, h.score)
+        return found
+
+    def _several_documents(self, where: dict[str, Any] | None) -> bool:
+        """Whether a filter (or, without one, the store) allows more than one document."""
+        ids = filter_doc_ids(where)
+        if ids is not None:
+            return len(set(ids)) > 1
+        return self.index.registry.live_document_count() > 1
+
     # -- fused --------------------------------------------------------------------------------
     def rank(self, route: Route, n: int) -> Ranking:
         """All rankings of a routed query, fused (``retrieval.hybrid``, title routing).
@@ -712,6 +760,10 @@ class Ranker:
             rankings.append(self.titles(route.query, n, route.where, vectors, cosine))
             weights.append(cfg.title_weight)
         hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
+        if cfg.focus_weight > 0 and not route.named:
+            focused = self.focus(route, hits, n, cosine)
+            if focused:  # fused with the fused ranking (weight 1), not with each of its parts
+                hits = fuse_rrf([hits, focused], [1.0, cfg.focus_weight], cfg.rrf_k)
         labelled: tuple[str, ...] = ()
         if cfg.label_lookup:
             hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine)
@@ -752,6 +804,43 @@ class Ranker:
                 text, metadata = records[h.chunk_id]
                 out.append(replace(h, text=text, metadata=metadata))
         return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+
+
+def focus_sentence(query: str, min_words: int = 2) -> str:
+    """Return the question sentence of a query of several sentences (see :meth:`Ranker.focus`).
+
+    Sentences end at ``.``, ``?`` or ``!`` followed by white space. A sentence of fewer than
+    ``min_words`` words (white-space separated) is joined to its neighbour, so ``"U.S. Army
+    budget?"`` stays one sentence. Only a one-line query is split: the lines of a longer one
+    are not sentences of one question (a follow-up with its previous turn,
+    ``conversation.contextual_query``, or a question after a pasted text: see
+    :meth:`Ranker.query_vectors`).
+
+    Args:
+        query: The query text.
+        min_words: Fewest words of a sentence of its own.
+
+    Returns:
+        The last sentence that ends in ``?``, else the last sentence, stripped; ``""`` when the
+        query is one sentence or more than one line.
+    """
+    if "\n" in query.strip():
+        return ""
+    sentences: list[str] = []
+    for s in _SENTENCE_END.split(query.strip()):
+        if sentences and len(sentences[-1].split()) < min_words:
+            sentences[-1] = f"{sentences[-1]} {s}"
+        else:
+            sentences.append(s)
+    if len(sentences) > 1 and len(sentences[-1].split()) < min_words:
+        sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
+    if len(sentences) < 2:
+        return ""
+    asked = [s for s in sentences if s.rstrip().endswith("?")]
+    return (asked or sentences)[-1].strip()
 
 
 def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:

@@ -259,6 +259,10 @@ class Registry:
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY doc_id").fetchall()
         return [DocumentRecord(*r) for r in rows]
 
+    def live_document_count(self) -> int:
+        """Count the documents with a live version (those a query can find)."""
+        return int(self._db.execute("SELECT COUNT(*) FROM documents WHERE version != ''").fetchone()[0])
+
     def live_versions(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """``doc_id -> (version, doc_hash)`` for the given ids that have a live version."""
         ids = list(set(doc_ids))

@@ -252,3 +252,104 @@ def test_a_label_named_in_the_query_puts_its_section_first(filing):
     assert plain.labelled == () and not fresh.labels._cache  # no label named: no label index built
     # a label no scoped document defines changes nothing
     assert ranker.rank(ranker.route("What does Note 99 say?", None), 20).labelled == ()
+
+
+# -- focus: a query that names its document before it asks ---------------------------------------
+GLACIER = """# Glacier Melt Survey
+
+## Abstract
+
+This glacier melt survey reports glacier melt rates across the survey area, a melt survey of
+every glacier in the range.
+
+## Instruments
+
+Lidar tools measured the ice thickness on each visit, from a helicopter platform, with
+calibration against stakes drilled into the firn at fixed points along transect lines every
+spring and autumn, logged by two observers who cross-checked readings before leaving camp.
+
+## Results
+
+Thinning was fastest on south-facing slopes.
+"""
+
+CORAL = """# Coral Reef Census
+
+## Abstract
+
+This coral reef census counts reef corals across the census area.
+
+## Methods
+
+Divers counted colonies along fixed transects; sonar tools measured the ice-free depth.
+"""
+
+NAMED = "Glacier Melt Survey. Which tools measured the ice?"
+
+
+def test_focus_sentence_is_the_question_of_a_one_line_query():
+    from proxypointer.ranking import focus_sentence
+
+    assert focus_sentence(NAMED) == "Which tools measured the ice?"
+    assert focus_sentence("Deep Learning for NLP: A Survey. Which datasets?") == "Which datasets?"
+    # the question first, instructions after it: the question
+    assert focus_sentence("What is the FY2019 ratio for Acme? It is defined as a/b. Round it.") == (
+        "What is the FY2019 ratio for Acme?")
+    assert focus_sentence("Which tools measured the ice?") == ""  # one sentence
+    assert focus_sentence("U.S. Army budget in 2020?") == ""  # "U.S." is no sentence
+    assert focus_sentence("and how is it paid?\nWho is eligible for parental leave?") == ""  # lines
+
+
+@pytest.fixture
+def surveys(make_index, tmp_path):
+    folder = tmp_path / "surveys"
+    folder.mkdir()
+    (folder / "glacier-melt-survey.md").write_text(GLACIER)
+    (folder / "coral-reef-census.md").write_text(CORAL)
+
+    def make(**retrieval):
+        fresh = not (tmp_path / "store").exists()
+        idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(title_routing_docs=0, **retrieval)),
+                         store=tmp_path / "store")
+        if fresh:
+            assert idx.ingest([folder], show_progress=False).indexed == 2
+        return idx
+
+    return make
+
+
+def _first_titles(idx, query, **kw):
+    from proxypointer.retrieval import Retriever
+
+    return [s.title for s in Retriever(idx).retrieve(query, k=3, **kw)]
+
+
+def test_a_query_that_names_its_document_ranks_inside_it_by_its_question(surveys):
+    # Without title routing, the naming sentence finds the document and then pulls its abstract
+    # (all title words) first; the focus ranking searches the question alone inside it.
+    assert RetrievalConfig().focus_weight > 0  # on by default
+    assert _first_titles(surveys(), NAMED)[0] == "Instruments"
+    assert _first_titles(surveys(focus_weight=0.0), NAMED)[0] == "Abstract"
+    # one document searched: never focused (measured: filings lose there), so as without focus
+    only = {"doc_ids": ["glacier-melt-survey"]}
+    assert _first_titles(surveys(), NAMED, **only) == _first_titles(surveys(focus_weight=0.0), NAMED, **only)
+
+
+def test_focus_needs_one_document_to_hold_its_share_of_the_ranking(surveys):
+    idx = surveys(focus_share=1.0)  # the census's "tools measured" chunk is among the hits too
+    ranker = Ranker(idx)
+    route = ranker.route(NAMED, None)
+    hits = ranker.rank(route, 20).hits
+    assert {h.metadata["doc_id"] for h in hits} == {"glacier-melt-survey", "coral-reef-census"}
+    assert ranker.focus(route, hits, 20, {}) == []
+    assert _first_titles(idx, NAMED)[0] == "Abstract"
+    focused = Ranker(surveys()).focus(route, hits, 20, cosine := {})
+    assert focused and {h.metadata["doc_id"] for h in focused} == {"glacier-melt-survey"}
+    assert all(h.chunk_id in cosine for h in focused)
+
+
+def test_focus_settings_are_checked():
+    with pytest.raises(ConfigError, match="retrieval.focus_share"):
+        RetrievalConfig(focus_share=1.5)
+    with pytest.raises(ConfigError, match="retrieval.focus_weight"):
+        RetrievalConfig(focus_weight=-1.0)
