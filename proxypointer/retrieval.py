@@ -603,12 +603,18 @@ class Retriever:
             if ranking.vectors is not None:
                 cosine.update(self.ranker.cosines(ids, ranking.vectors))
         cfg = self.config
-        return [
-            self._section(full[c.section.chunk_id], full[c.chunk.chunk_id], cosine.get(c.chunk.chunk_id, 0.0),
-                          c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "",
-                          tail=bool(cfg.tail_own_tokens) and rank > cfg.full_ranks)
-            for rank, c in enumerate(candidates, 1)
-        ]
+        out: list[Section] = []
+        used = 0
+        for rank, c in enumerate(candidates, 1):
+            room = max(0, cfg.delivery_budget_tokens - used) if cfg.delivery_budget_tokens else None
+            sec = self._section(full[c.section.chunk_id], full[c.chunk.chunk_id], cosine.get(c.chunk.chunk_id, 0.0),
+                                c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "",
+                                tail=bool(cfg.tail_own_tokens) and rank > cfg.full_ranks, room=room)
+            if room is not None:
+                toks = self.reader_tokens(full[c.section.chunk_id].metadata["doc_hash"])
+                used += sum(toks[sec.text_start_line - 1 : sec.text_end_line])
+            out.append(sec)
+        return out
 
     def section_of_hit(self, hit: Hit, score: float, rank_score: float, group: Sequence[Hit] = ()) -> Section:
         """Build the section of a hydrated chunk hit, with that chunk as its best-ranked chunk.
@@ -625,7 +631,8 @@ class Retriever:
         return self._section(hit, hit, score, rank_score, tuple(group) or (hit,))
 
     def _section(self, section: Hit, chunk: Hit, score: float, rank_score: float,
-                 group: Sequence[Hit] = (), reached_via: str = "", tail: bool = False) -> Section:
+                 group: Sequence[Hit] = (), reached_via: str = "", tail: bool = False,
+                 room: int | None = None) -> Section:
         m, c = section.metadata, chunk.metadata
         start, end = int(m["start_line"]), int(m["end_line"])
         lines = self.source_lines(m["doc_hash"])
@@ -641,6 +648,7 @@ class Retriever:
                 own,
                 STATEMENT_HEAD_LINES if statement_kind(str(m.get("title", ""))) else 0,
                 tail=tail,
+                room=room,
             )
         return build_section(
             doc_id=m["doc_id"],
@@ -678,6 +686,7 @@ class Retriever:
         head_lines: int = 0,
         *,
         tail: bool = False,
+        room: int | None = None,
     ) -> Delivery:
         """Apply the delivery policy (``retrieval.subtree_cap_tokens``) to one section.
 
@@ -696,17 +705,21 @@ class Retriever:
                 column headers, without which its rows cannot be read); 0: no.
             tail: The section ranks after ``retrieval.full_ranks``: its own text is delivered
                 under ``retrieval.tail_own_tokens`` (when set) instead of ``own_text_tokens``.
+            room: Word pieces left of ``retrieval.delivery_budget_tokens`` after the sections
+                ranked above; a subtree that fits is delivered whole. None: no budget.
 
         Returns:
             The delivery (:func:`~proxypointer.delivery.plan_delivery`).
         """
         cfg = self.config
         cap, own_cap, window = cfg.subtree_cap_tokens, cfg.own_text_tokens, cfg.excerpt_tokens
-        if tail and cfg.tail_own_tokens:
-            window = min(window or own_cap, cfg.tail_own_tokens)
-            own_cap = min(own_cap, cfg.tail_own_tokens)
         toks = self.reader_tokens(doc_hash)
         whole = sum(toks[start_line - 1 : end_line])
+        if room is not None and whole <= room:
+            cap = 0  # the whole subtree fits what is left of retrieval.delivery_budget_tokens
+        elif tail and cfg.tail_own_tokens:
+            window = min(window or own_cap, cfg.tail_own_tokens)
+            own_cap = min(own_cap, cfg.tail_own_tokens)
         ranges: list[tuple[int, int]] = []
         if cap and whole > cap:
             own = sum(toks[start_line - 1 : max(start_line, min(body_end_line, end_line))])

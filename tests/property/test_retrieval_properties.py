@@ -121,8 +121,9 @@ def test_retrieve_returns_min_k_and_sections_in_every_mode(docs, query, k, allow
     own=st.integers(1, 60),
     tail=st.integers(0, 60),
     full=st.integers(1, 3),
+    budget=st.sampled_from([0, 0, 80, 400]),
 )
-def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own, tail, full):
+def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own, tail, full, budget):
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus"
         corpus.mkdir()
@@ -136,12 +137,20 @@ def test_delivered_sections_never_exceed_the_cap(docs, query, cap, own, tail, fu
         tok = embedder.tokenizer
         for mode in DELIVERY_MODES:
             cfg = ProxyPointerConfig(retrieval=RetrievalConfig(
-                subtree_cap_tokens=cap, own_text_tokens=own, tail_own_tokens=tail, full_ranks=full, **mode))
+                subtree_cap_tokens=cap, own_text_tokens=own, tail_own_tokens=tail, full_ranks=full,
+                delivery_budget_tokens=budget, **mode))
             with Index(Path(tmp) / "store", cfg, embedder) as idx:
+                used = 0
                 for rank, s in enumerate(Retriever(idx).retrieve(query, k=12), 1):
+                    lines = texts[s.doc_id].split("\n")
+                    n = sum(tok.count(x) for x in lines[s.text_start_line - 1 : s.text_end_line])
+                    big = s.delivery == "subtree" and cap and tok.count(s.text) > cap
+                    # a subtree over the cap only when it fit what the sections above left of the budget
+                    assert not big or used + n <= budget, (mode, s.citation, used, n, budget)
                     # sections ranked after full_ranks deliver at most tail_own_tokens of own text
                     o = min(own, tail) if tail and rank > full else own
-                    _check_delivery(s, texts[s.doc_id].split("\n"), tok, cap, o, mode)
+                    _check_delivery(s, lines, tok, 0 if big else cap, o, mode)
+                    used += n
 
 
 def _check_delivery(s, lines, tok, cap, own, mode):

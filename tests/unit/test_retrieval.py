@@ -580,6 +580,25 @@ def test_a_hit_on_an_introduction_delivers_its_own_text_and_an_outline(make_inde
     assert s.delivery == "subtree" and s.text == "\n".join(lines[:-1]) and s.citation == s.node_citation
 
 
+def test_a_delivery_budget_lets_a_big_section_through_whole_when_it_fits(make_index, tmp_path):
+    lines = GUIDE.split("\n")
+    tok_of = lambda idx: idx.embedder.tokenizer.count("\n".join(lines[:-1]))  # noqa: E731
+    capped = _capped(make_index, tmp_path, GUIDE, "guide", subtree_cap_tokens=200, own_text_tokens=100,
+                     section_scoring="max")
+    whole = tok_of(capped)
+    assert whole > 200  # over the cap: without a budget, the intro's own text and an outline
+    assert Retriever(capped).retrieve("who is the guide for? intro", k=1)[0].delivery == "own_text"
+    for budget, kind in ((whole + 20, "subtree"), (whole - 20, "own_text")):
+        cfg = RetrievalConfig(subtree_cap_tokens=200, own_text_tokens=100, section_scoring="max",
+                              delivery_budget_tokens=budget)
+        idx = make_index(dataclasses.replace(capped.config, retrieval=cfg), store=capped.root)
+        got = Retriever(idx).retrieve("who is the guide for? intro", k=3)
+        assert got[0].title == "Kettle Guide" and got[0].delivery == kind, budget
+        if kind == "subtree":  # the budget is spent: the next sections are under the caps again
+            assert got[0].text == "\n".join(lines[:-1]) and got[0].outline == ()
+            assert all(s.delivery != "subtree" or idx.embedder.tokenizer.count(s.text) <= 200 for s in got[1:])
+
+
 def test_a_long_leaf_is_cut_to_a_window_around_its_best_chunk(make_index, tmp_path):
     idx = _capped(make_index, tmp_path, LONG, "manual", subtree_cap_tokens=300, own_text_tokens=120)
     tok = idx.embedder.tokenizer
