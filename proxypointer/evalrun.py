@@ -2,7 +2,7 @@
 
 Every system of a run uses the same embedding model and store type. Each system ingests into
 its own store folder ``<cache>/<strategy>-<breadcrumb>-<hash>``, the hash covering the model,
-the tree and chunking settings and the benchmark folder, so a second run embeds nothing
+the tree and chunking settings, the benchmark folder and its documents run, so a second run embeds nothing
 (systems that differ only in retrieval settings share a store). Document vectors are also kept
 in ``<cache>/vectors.sqlite`` by model and text (:class:`VectorCache`), so a new store embeds
 only texts no earlier store of the cache embedded. Metrics are defined in
@@ -311,9 +311,17 @@ def _shared_vectors(cache: str | Path, embedder: Any) -> VectorCache:
 
 
 def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: str) -> Path:
-    """Store folder of a system: keyed by model, tree and chunking settings and the benchmark."""
+    """Store folder of a system: keyed by model, tree and chunking settings, the benchmark and its documents.
+
+    The documents are part of the key because ranking reads store-wide statistics (BM25's
+    document frequencies, the title field): a run on the first 60 documents of a benchmark
+    must not read a store that a run on all of them filled (nor see it grow while it runs).
+    Runs on other document sets still share the embeddings (:class:`VectorCache`).
+    """
     d = config_to_dict(spec.config)
-    parts = {"model": model, "tree": d["tree"], "chunking": d["chunking"], "benchmark": str(bench.root.resolve())}
+    docs = hashlib.sha1("\n".join(sorted(bench.paths)).encode()).hexdigest()[:12]
+    parts = {"model": model, "tree": d["tree"], "chunking": d["chunking"], "benchmark": str(bench.root.resolve()),
+             "documents": docs}
     if any(p.suffix.lower() == ".pdf" for p in bench.paths.values()):
         # the converter's options shape the text (not how many JVMs run, nor their heap)
         parts["pdf"] = {k: v for k, v in d["pdf"].items() if k not in ("workers", "java_heap_mb")}

@@ -156,6 +156,19 @@ def test_load_benchmark_limit_and_errors(bench_dir, tmp_path):
         load_benchmark(bench_dir)
 
 
+def test_runs_on_other_documents_of_a_benchmark_get_their_own_store(bench_dir, tmp_path):
+    # BM25 statistics are store-wide: the first N documents must not be ranked in a store that
+    # a run on all of them filled
+    from proxypointer.evalrun import store_folder, system_specs
+
+    spec = system_specs(["proxypointer"], ProxyPointerConfig())[0]
+    one, both = load_benchmark(bench_dir, limit_docs=1), load_benchmark(bench_dir)
+    assert len(both.paths) > len(one.paths)
+    assert store_folder(spec, one, tmp_path, "m") != store_folder(spec, both, tmp_path, "m")
+    again = load_benchmark(bench_dir, limit_docs=1)
+    assert store_folder(spec, one, tmp_path, "m") == store_folder(spec, again, tmp_path, "m")
+
+
 def test_load_benchmark_reads_line_range_gold(bench_dir):
     rows = [
         {"id": "l1", "doc_id": "a", "question": "Which sections?",
