@@ -7,6 +7,7 @@ Every stage gets only its own frozen section: ``tree``, ``chunking``, ``embeddin
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -676,6 +677,8 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             isinstance(value, (int, float)) and not isinstance(value, bool), where, f"expected a number, got {value!r}"
         )
         value = float(value)
+        # .inf passed every ">= 0" check and made every fused score inf (JSON output: Infinity)
+        _check(math.isfinite(value), where, f"expected a finite number, got {value!r}")
     elif ann is str:
         _check(isinstance(value, str), where, f"expected a string, got {value!r}")
     elif ann is tuple:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .pipeline import Index
 
 __all__ = [
+    "ABBREVIATIONS",
     "EXACT_SEARCH_MAX_CHUNKS",
     "LABEL_TARGETS",
     "MAX_QUERY_WINDOWS",
@@ -717,6 +718,8 @@ class Ranker:
         if votes[top] < self.config.focus_share * sum(votes.values()):
             return []
         found = self.dense(part, n, _and(route.where, doc_filter([top])), vectors=self.query_vectors(part))
+        logger.debug("focus: %r searched inside %s (%.0f%% of the first hits' score)", part, top,
+                     100 * votes[top] / sum(votes.values()))
         for h in found:
             cosine.setdefault(h.chunk_id, h.score)
         return found
@@ -806,41 +809,68 @@ class Ranker:
         return out
 
 
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+_SENTENCE_END = re.compile(r"[.?!]+(?=\s+\S)")
+
+#: Words that end in a period without ending a sentence (lower case, the period left out);
+#: besides these, a word with a period inside ("U.S.", "e.g.", "2.4.") or a single letter
+#: ("J. Smith") ends none.
+ABBREVIATIONS = frozenset(
+    "al approx art ch co corp dept dr eq eqs etc fig figs inc jr ltd mr mrs ms no nos p pp sec sr st "
+    "vol vs v".split()
+)
+
+
+def _sentences(text: str) -> list[str]:
+    """Split one line of text at ``.``, ``?`` or ``!`` + white space, except after an abbreviation."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.group().startswith(".."):  # an ellipsis
+            continue
+        if m.group().endswith("."):
+            before = text[start : m.start()].split()
+            word = before[-1].lstrip("\"'([{").lower() if before else ""
+            if "." in word or len(word) == 1 or word in ABBREVIATIONS:
+                continue
+        out.append(text[start : m.end()].strip())
+        start = m.end()
+    out.append(text[start:].strip())
+    return [x for x in out if x]
 
 
 def focus_sentence(query: str, min_words: int = 2) -> str:
     """Return the question sentence of a query of several sentences (see :meth:`Ranker.focus`).
 
-    Sentences end at ``.``, ``?`` or ``!`` followed by white space. A sentence of fewer than
-    ``min_words`` words (white-space separated) is joined to its neighbour, so ``"U.S. Army
-    budget?"`` stays one sentence. Only a one-line query is split: the lines of a longer one
-    are not sentences of one question (a follow-up with its previous turn,
-    ``conversation.contextual_query``, or a question after a pasted text: see
-    :meth:`Ranker.query_vectors`).
+    Sentences end at ``.``, ``?`` or ``!`` followed by white space, but not at the period of an
+    abbreviation (:data:`ABBREVIATIONS`, a word with a period inside such as ``"U.S."`` or
+    ``"e.g."``, or a single letter) nor at an ellipsis. A sentence of fewer than ``min_words`` words (white-space
+    separated) is joined to the one after it (the last one to the one before it). Only a
+    one-line query is split: the lines of a longer one are not sentences of one question (a
+    follow-up with its previous turn, ``conversation.contextual_query``, or a question after a
+    pasted text: see :meth:`Ranker.query_vectors`).
 
     Args:
         query: The query text.
         min_words: Fewest words of a sentence of its own.
 
     Returns:
-        The last sentence that ends in ``?``, else the last sentence, stripped; ``""`` when the
-        query is one sentence or more than one line.
+        The last sentence that ends in ``?``, else the last sentence; ``""`` when the query is
+        one sentence or more than one line.
     """
     if "\n" in query.strip():
         return ""
     sentences: list[str] = []
-    for s in _SENTENCE_END.split(query.strip()):
+    for part in _sentences(query.strip()):
         if sentences and len(sentences[-1].split()) < min_words:
-            sentences[-1] = f"{sentences[-1]} {s}"
+            sentences[-1] = f"{sentences[-1]} {part}"
         else:
-            sentences.append(s)
+            sentences.append(part)
     if len(sentences) > 1 and len(sentences[-1].split()) < min_words:
         sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
     if len(sentences) < 2:
         return ""
-    asked = [s for s in sentences if s.rstrip().endswith("?")]
-    return (asked or sentences)[-1].strip()
+    asked = [x for x in sentences if x.endswith("?")]
+    return (asked or sentences)[-1]
 
 
 def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:

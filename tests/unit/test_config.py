@@ -75,3 +75,12 @@ def test_fast_yaml_keeps_the_speed_settings():
     r = fast.retrieval
     assert (r.hybrid, r.section_scoring, r.title_routing_docs, r.title_weight) == (False, "max", 0, 0.0)
     assert r.label_lookup and r.subtree_cap_tokens == ProxyPointerConfig().retrieval.subtree_cap_tokens
+
+
+def test_weights_must_be_finite(tmp_path):
+    # `.inf` passed every ">= 0" check and turned every fused score into inf
+    for key in ("lexical_weight", "focus_weight"):
+        path = tmp_path / f"{key}.yaml"
+        path.write_text(f"retrieval:\n  {key}: .inf\n")
+        with pytest.raises(ConfigError, match=f"{key}.yaml: retrieval.{key}: expected a finite number"):
+            load_config(path)

@@ -297,6 +297,15 @@ def test_focus_sentence_is_the_question_of_a_one_line_query():
         "What is the FY2019 ratio for Acme?")
     assert focus_sentence("Which tools measured the ice?") == ""  # one sentence
     assert focus_sentence("U.S. Army budget in 2020?") == ""  # "U.S." is no sentence
+    # abbreviations and an ellipsis end no sentence (a trial split "e.g. at weekends?" off)
+    assert focus_sentence("Employee Handbook. Is overtime paid, e.g. at weekends?") == (
+        "Is overtime paid, e.g. at weekends?")
+    assert focus_sentence("Acme 10-K 2021. How much did U.S. Government sales grow?") == (
+        "How much did U.S. Government sales grow?")
+    assert focus_sentence("What is the U.S. GDP? It is big.") == "What is the U.S. GDP?"
+    assert focus_sentence("Gateway Spec v. 2.4. What is TG-501?") == ""  # no safe split
+    assert focus_sentence("J. Smith et al. on Graphs. What is proved?") == "What is proved?"
+    assert focus_sentence("Is it good... or not? Tell me.") == "Is it good... or not?"
     assert focus_sentence("and how is it paid?\nWho is eligible for parental leave?") == ""  # lines
 
 
