@@ -126,10 +126,14 @@ class IngestReport:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line: documents, sections, chunks, seconds (and failures)."""
+        """One line: documents, sections and chunks written (of the documents indexed), seconds, failures.
+
+        A re-run on unchanged input writes nothing: "3 documents (0 indexed, 3 unchanged, 0
+        deleted), 0 sections and 0 chunks written" (``status`` counts what the store holds).
+        """
         line = (
             f"{self.documents} documents ({self.indexed} indexed, {self.unchanged} unchanged, "
-            f"{self.deleted} deleted), {self.sections} sections, {self.chunks} chunks "
+            f"{self.deleted} deleted), {self.sections} sections and {self.chunks} chunks written "
             f"({self.embedded} embedded, {self.cached} cached) in {self.seconds:.1f} s"
         )
         if self.cache_pruned:
