@@ -364,7 +364,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         where = f" under prefix {args.prefix!r}" if args.prefix else ""
         print(f"no sections found{where} (the store has {index.registry.stats()['documents']} documents)")
     for rank, s in enumerate(sections, 1):
-        print(f"[{rank}] {s.citation}  score={s.score:.3f}")
+        # ranked by the fused rank score; the cosine of its best chunk is shown (not monotonic)
+        print(f"[{rank}] {s.citation}  cosine={s.score:.3f}")
         print(f"    {' > '.join(s.breadcrumb)}")
         if s.reached_via:
             print(f"    reached via {s.reached_via} -> {s.title} (L{s.start_line}-L{s.end_line})")
