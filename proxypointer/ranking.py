@@ -854,8 +854,13 @@ def focus_sentence(query: str, min_words: int = 2) -> str:
         min_words: Fewest words of a sentence of its own.
 
     Returns:
-        The last sentence that ends in ``?``, else the last sentence; ``""`` when the query is
-        one sentence or more than one line.
+        The last sentence when it is a question (ends in ``?``) and follows at least one other;
+        ``""`` otherwise: a one-sentence query, a query of more than one line, or one whose
+        question comes first and is followed by what defines it ("What was the quick ratio?
+        Define it as current assets minus inventories, divided by current liabilities.": the
+        sentence after the question names the statement to read, and focusing on the
+        question alone ranked the income statement first; FinanceBench phrases 22 of 43
+        questions that way).
     """
     if "\n" in query.strip():
         return ""
@@ -869,8 +874,7 @@ def focus_sentence(query: str, min_words: int = 2) -> str:
         sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
     if len(sentences) < 2:
         return ""
-    asked = [x for x in sentences if x.endswith("?")]
-    return (asked or sentences)[-1]
+    return sentences[-1] if sentences[-1].endswith("?") else ""
 
 
 def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:
