@@ -299,8 +299,9 @@ class RetrievalConfig:
             ("<title>. <question>") then ranks inside it by the question, not by the name.
             0 turns it off. 2.0, measured on the three dev sets (docs/evaluation.md, focus
             round): all of QASPER dev, corpus scope without title routing, hit@5 0.709 ->
-            0.808 at share 0.7; FinanceBench, the long reports and every doc-scope figure
-            unchanged. Weights 1 / 3 / 4 gave 0.850 / 0.878 / 0.867 on QASPER-60 against 0.883
+            0.849 (share 0.5; 0.808 at 0.7), held-out QASPER train-60 0.678 -> 0.783;
+            FinanceBench, the long reports, every doc-scope figure and QASPER with title
+            routing unchanged. Weights 1 / 3 / 4 gave 0.850 / 0.878 / 0.867 on QASPER-60 against 0.883
             at 2 (share 0, an earlier splitter).
         focus_share: Share [0, 1] of the first hits' fused score that one document must hold
             for the focus ranking (0: the best document, always). 0.5, a majority: on
