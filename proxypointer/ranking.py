@@ -686,7 +686,7 @@ class Ranker:
             return self._titles[1]
 
     # -- focus ------------------------------------------------------------------------------
-    def focus(self, route: Route, hits: Sequence[Hit], n: int, cosine: dict[str, float]) -> list[Hit]:
+    def focus(self, route: Route, hits: Sequence[Hit], n: int) -> list[Hit]:
         """Dense hits of a query's question sentence inside the one document the whole query names.
 
         A query of several sentences often names its document before it asks ("<paper title>.
@@ -700,11 +700,11 @@ class Ranker:
             route: The routed query (not one whose title routing named its documents).
             hits: The fused ranking of the whole query, best first.
             n: Hits fetched per ranking (and the hits that vote).
-            cosine: ``chunk_id -> cosine``; the focused hits' similarities to the question
-                sentence are added for chunks not yet in it.
 
         Returns:
-            The focused dense hits, best first; empty when the query is one sentence, when
+            The focused dense hits, best first (their scores are cosines to the question
+            sentence; they are not added to the ranking's ``cosine``, so a section's ``score``
+            stays the cosine of the whole query); empty when the query is one sentence, when
             only one document can match, or when no document holds the share.
         """
         part = focus_sentence(route.query)
@@ -720,8 +720,6 @@ class Ranker:
         found = self.dense(part, n, _and(route.where, doc_filter([top])), vectors=self.query_vectors(part))
         logger.debug("focus: %r searched inside %s (%.0f%% of the first hits' score)", part, top,
                      100 * votes[top] / sum(votes.values()))
-        for h in found:
-            cosine.setdefault(h.chunk_id, h.score)
         return found
 
     def _several_documents(self, where: dict[str, Any] | None) -> bool:
@@ -764,7 +762,7 @@ class Ranker:
             weights.append(cfg.title_weight)
         hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
         if cfg.focus_weight > 0 and not route.named:
-            focused = self.focus(route, hits, n, cosine)
+            focused = self.focus(route, hits, n)
             if focused:  # fused with the fused ranking (weight 1), not with each of its parts
                 hits = fuse_rrf([hits, focused], [1.0, cfg.focus_weight], cfg.rrf_k)
         labelled: tuple[str, ...] = ()
@@ -843,8 +841,9 @@ def focus_sentence(query: str, min_words: int = 2) -> str:
 
     Sentences end at ``.``, ``?`` or ``!`` followed by white space, but not at the period of an
     abbreviation (:data:`ABBREVIATIONS`, a word with a period inside such as ``"U.S."`` or
-    ``"e.g."``, or a single letter) nor at an ellipsis. A sentence of fewer than ``min_words`` words (white-space
-    separated) is joined to the one after it (the last one to the one before it). Only a
+    ``"e.g."``, or a single letter) nor at an ellipsis. A sentence of fewer than
+    ``min_words`` words (white-space separated) is joined to the one after it (the last one to
+    the one before it). Only a
     one-line query is split: the lines of a longer one are not sentences of one question (a
     follow-up with its previous turn, ``conversation.contextual_query``, or a question after a
     pasted text: see :meth:`Ranker.query_vectors`).

@@ -350,11 +350,30 @@ def test_focus_needs_one_document_to_hold_its_share_of_the_ranking(surveys):
     route = ranker.route(NAMED, None)
     hits = ranker.rank(route, 20).hits
     assert {h.metadata["doc_id"] for h in hits} == {"glacier-melt-survey", "coral-reef-census"}
-    assert ranker.focus(route, hits, 20, {}) == []
+    assert ranker.focus(route, hits, 20) == []
     assert _first_titles(idx, NAMED)[0] == "Abstract"
-    focused = Ranker(surveys()).focus(route, hits, 20, cosine := {})
+    focused = Ranker(surveys()).focus(route, hits, 20)
     assert focused and {h.metadata["doc_id"] for h in focused} == {"glacier-melt-survey"}
-    assert all(h.chunk_id in cosine for h in focused)
+
+
+def test_a_focused_section_scores_the_cosine_of_the_whole_query(surveys):
+    # `score` is documented as the cosine of the query with the section's best chunk: a chunk
+    # found by the focus ranking keeps that meaning (not its cosine to the question alone)
+    from proxypointer.retrieval import Retriever
+
+    idx = surveys(title_weight=0.0)  # the title field scores its sections' chunks by the whole query
+    ranker = Ranker(idx)
+    ranking = ranker.rank(ranker.route(NAMED, None), 2)  # 2 hits a ranking: the focus finds others
+    q = idx.embedder.encode_query(NAMED)
+    found, vectors = idx.store.vectors(list(ranking.cosine))
+    whole = dict(zip(found, (vectors @ q).tolist(), strict=True))
+    assert {h.chunk_id for h in ranker.focus(ranker.route(NAMED, None), ranking.hits, 2)} - set(whole)
+    assert all(abs(c - whole[cid]) < 1e-5 for cid, c in ranking.cosine.items())
+    got = Retriever(idx).retrieve(NAMED, k=3)
+    assert got[0].title == "Instruments"
+    found, vectors = idx.store.vectors([s.chunk_id for s in got])
+    cosine = dict(zip(found, (vectors @ q).tolist(), strict=True))
+    assert all(abs(s.score - cosine[s.chunk_id]) < 1e-5 for s in got)
 
 
 def test_focus_settings_are_checked():
