@@ -37,13 +37,13 @@ from .labels import LabelLookup, mentions_label
 from .lexical import STOPWORDS, lexical_terms, name_query_words, name_words
 from .lexical import words as _words
 from .livetrees import LiveTrees
+from .querytext import focus_sentence
 from .store import Hit
 
 if TYPE_CHECKING:
     from .pipeline import Index
 
 __all__ = [
-    "ABBREVIATIONS",
     "EXACT_SEARCH_MAX_CHUNKS",
     "LABEL_TARGETS",
     "MAX_QUERY_WINDOWS",
@@ -53,7 +53,6 @@ __all__ = [
     "Ranker",
     "Ranking",
     "Route",
-    "focus_sentence",
     "fuse_rrf",
     "lexical_terms",
     "rank_sections",
@@ -694,7 +693,7 @@ class Ranker:
         the ranking inside it towards chunks like the title (abstract, introduction). When the
         search covers more than one document and one document holds at least
         ``retrieval.focus_share`` of the fused score of the first ``n`` hits, the question
-        sentence (:func:`focus_sentence`) is searched alone inside that document.
+        sentence (:func:`~proxypointer.querytext.focus_sentence`) is searched alone inside that document.
 
         Args:
             route: The routed query (not one whose title routing named its documents).
@@ -805,75 +804,6 @@ class Ranker:
                 text, metadata = records[h.chunk_id]
                 out.append(replace(h, text=text, metadata=metadata))
         return out
-
-
-_SENTENCE_END = re.compile(r"[.?!]+(?=\s+\S)")
-
-#: Words that end in a period without ending a sentence (lower case, the period left out);
-#: besides these, a word with a period inside ("U.S.", "e.g.", "2.4.") or a single letter
-#: ("J. Smith") ends none.
-ABBREVIATIONS = frozenset(
-    "al approx art ch co corp dept dr eq eqs etc fig figs inc jr ltd mr mrs ms no nos p pp sec sr st "
-    "vol vs v".split()
-)
-
-
-def _sentences(text: str) -> list[str]:
-    """Split one line of text at ``.``, ``?`` or ``!`` + white space, except after an abbreviation."""
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if m.group().startswith(".."):  # an ellipsis
-            continue
-        if m.group().endswith("."):
-            before = text[start : m.start()].split()
-            word = before[-1].lstrip("\"'([{").lower() if before else ""
-            if "." in word or len(word) == 1 or word in ABBREVIATIONS:
-                continue
-        out.append(text[start : m.end()].strip())
-        start = m.end()
-    out.append(text[start:].strip())
-    return [x for x in out if x]
-
-
-def focus_sentence(query: str, min_words: int = 2) -> str:
-    """Return the question sentence of a query of several sentences (see :meth:`Ranker.focus`).
-
-    Sentences end at ``.``, ``?`` or ``!`` followed by white space, but not at the period of an
-    abbreviation (:data:`ABBREVIATIONS`, a word with a period inside such as ``"U.S."`` or
-    ``"e.g."``, or a single letter) nor at an ellipsis. A sentence of fewer than
-    ``min_words`` words (white-space separated) is joined to the one after it (the last one to
-    the one before it). Only a
-    one-line query is split: the lines of a longer one are not sentences of one question (a
-    follow-up with its previous turn, ``conversation.contextual_query``, or a question after a
-    pasted text: see :meth:`Ranker.query_vectors`).
-
-    Args:
-        query: The query text.
-        min_words: Fewest words of a sentence of its own.
-
-    Returns:
-        The last sentence when it is a question (ends in ``?``) and follows at least one other;
-        ``""`` otherwise: a one-sentence query, a query of more than one line, or one whose
-        question comes first and is followed by what defines it ("What was the quick ratio?
-        Define it as current assets minus inventories, divided by current liabilities.": the
-        sentence after the question names the statement to read, and focusing on the
-        question alone ranked the income statement first; FinanceBench phrases 22 of 43
-        questions that way).
-    """
-    if "\n" in query.strip():
-        return ""
-    sentences: list[str] = []
-    for part in _sentences(query.strip()):
-        if sentences and len(sentences[-1].split()) < min_words:
-            sentences[-1] = f"{sentences[-1]} {part}"
-        else:
-            sentences.append(part)
-    if len(sentences) > 1 and len(sentences[-1].split()) < min_words:
-        sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
-    if len(sentences) < 2:
-        return ""
-    return sentences[-1] if sentences[-1].endswith("?") else ""
 
 
 def _split_to_tokens(text: str, limit: int, tokenizer: Any) -> list[str]:

@@ -288,7 +288,7 @@ NAMED = "Glacier Melt Survey. Which tools measured the ice?"
 
 
 def test_focus_sentence_is_the_question_of_a_one_line_query():
-    from proxypointer.ranking import focus_sentence
+    from proxypointer.querytext import focus_sentence
 
     assert focus_sentence(NAMED) == "Which tools measured the ice?"
     assert focus_sentence("Deep Learning for NLP: A Survey. Which datasets?") == "Which datasets?"
