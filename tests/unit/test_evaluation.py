@@ -169,6 +169,16 @@ def test_runs_on_other_documents_of_a_benchmark_get_their_own_store(bench_dir, t
     assert store_folder(spec, one, tmp_path, "m") == store_folder(spec, again, tmp_path, "m")
 
 
+def test_baselines_keep_their_plain_ranking_whatever_the_defaults():
+    # a baseline must not borrow the pipeline's own rankings (the focus ranking is on by default)
+    from proxypointer.evalrun import system_specs
+
+    assert ProxyPointerConfig().retrieval.focus_weight > 0
+    for spec in system_specs(["flat", "flat-title", "sections-no-breadcrumb"], ProxyPointerConfig()):
+        r = spec.config.retrieval
+        assert (r.focus_weight, r.title_routing_docs, r.title_weight, r.hybrid) == (0.0, 0, 0.0, False), spec.name
+
+
 def test_load_benchmark_reads_line_range_gold(bench_dir):
     rows = [
         {"id": "l1", "doc_id": "a", "question": "Which sections?",
