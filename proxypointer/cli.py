@@ -785,12 +785,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if args.quiet:
-        # The command line is the application: -q also silences the model loader's own bar
-        # ("Loading weights", transformers), read once when transformers is first imported.
-        import os
+    # The command line is the application: the model loader's own bar ("Loading weights",
+    # transformers; a fraction of a second, drawn on every `query`) is not progress of our work,
+    # so it is switched off before transformers is first imported, unless the user set the hub's
+    # switch. Our own bars (ingest, eval) are plain tqdm and follow -q alone.
+    import os
 
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         code = _COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush

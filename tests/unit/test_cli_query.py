@@ -131,15 +131,17 @@ def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, c
     assert section["citation"] == f"employee-handbook.md#L{section['text_start_line']}-L{section['text_end_line']}"
 
 
-def test_quiet_also_silences_the_model_loaders_progress_bar(cli, capsys, store, monkeypatch):
-    # `-q` promises no progress bar: transformers draws its own ("Loading weights") unless the
-    # hub's switch is set before it is imported; without -q nothing is changed.
+def test_the_model_loaders_progress_bar_is_off_unless_the_user_set_the_hubs_switch(cli, capsys, store, monkeypatch):
+    # transformers draws its own "Loading weights" bar on every model load (every `query`)
+    # unless the hub's switch is set before it is imported: the CLI sets it, and keeps a
+    # value the user set.
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "")  # restored (absent or not) after the test
     monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS")
     assert cli(["query", "notice period", "--json", "--store", str(store)]) == 0
-    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ
-    assert cli(["query", "notice period", "--json", "-q", "--store", str(store)]) == 0
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
+    assert cli(["query", "notice period", "--json", "-q", "--store", str(store)]) == 0
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
     capsys.readouterr()
 
 
