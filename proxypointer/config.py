@@ -624,6 +624,11 @@ class ServeConfig:
             received, not only on ``Content-Length``).
         ingest_roots: Folders whose files ``POST /ingest`` may read (``--allow-write`` only);
             empty: ``POST /ingest`` is refused.
+        preload: At start, read the store's files once so that the first requests find them
+            in the OS page cache (:meth:`~proxypointer.pipeline.Index.preload`; at 1M chunks
+            the first pass over new questions was up to 3x slower without, docs/benchmarks.md).
+        preload_max_mb: Most megabytes (10^6 bytes) read by ``preload``; 0: half of the
+            machine's physical memory.
     """
 
     host: str = "127.0.0.1"
@@ -636,9 +641,13 @@ class ServeConfig:
     max_tokens: int = 20000
     max_body_bytes: int = 65536
     ingest_roots: tuple[str, ...] = ()
+    preload: bool = True
+    preload_max_mb: int = 0
 
     def __post_init__(self) -> None:
         _check(bool(self.host), "serve.host", "must not be empty")
+        _check(self.preload_max_mb >= 0, "serve.preload_max_mb",
+               f"expected an int >= 0 (0: half of the physical memory), got {self.preload_max_mb}")
         _check(1 <= self.port <= 65535, "serve.port", f"expected 1..65535, got {self.port}")
         _check(1 <= self.threads <= 64, "serve.threads", f"expected 1..64, got {self.threads}")
         for name in ("max_query_chars", "max_k", "default_max_tokens", "max_tokens", "max_body_bytes"):

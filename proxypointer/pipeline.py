@@ -30,6 +30,7 @@ from .embedding import Embedder, SentenceTransformerEmbedder
 from .errors import ConfigError, LockError, StoreError, StoreNotFoundError
 from .ingest import IngestReport, version_of
 from .maintenance import CheckReport, check, delete_documents, fill_records, repair_all, stale_sources
+from .preload import PreloadReport, preload_files, store_files
 from .readers import Reader, default_readers
 from .registry import Registry
 from .runner import run_ingest
@@ -320,6 +321,28 @@ class Index:
                 show_progress=show_progress,
                 batch_chunks=batch_chunks,
             )
+
+    def preload(self, max_bytes: int | None = None) -> PreloadReport:
+        """Read the store's files once so that the first queries find them in the OS page cache.
+
+        For a long-lived reader (``proxypointer serve`` does it at start, ``serve.preload``):
+        at 1M chunks the first pass over a set of questions after opening the store was up to
+        three times slower than the same questions again (:mod:`proxypointer.preload`). Reads
+        the registry, Chroma's metadata database and the stored sources, sequentially, up to
+        ``max_bytes``; changes nothing.
+
+        Args:
+            max_bytes: Most bytes to read; None: half of the machine's physical memory.
+
+        Returns:
+            What was read (files, bytes, bytes left out by the limit, seconds).
+
+        Raises:
+            StoreNotFoundError: If the folder holds no store.
+        """
+        if not self.exists:
+            raise StoreNotFoundError.at(self.root)
+        return preload_files(store_files(self.root), max_bytes)
 
     # -- maintenance ---------------------------------------------------------------------
     def fill_records(self) -> int:

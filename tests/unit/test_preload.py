@@ -1,0 +1,92 @@
+"""Preloading a store into the OS page cache (proxypointer.preload, Index.preload, serve.preload)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from proxypointer.config import ProxyPointerConfig, ServeConfig, config_from_dict
+from proxypointer.errors import ConfigError, StoreNotFoundError
+from proxypointer.pipeline import Index
+from proxypointer.preload import preload_files, store_files
+from proxypointer.serve.common import Service
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture
+def store(tmp_path, fake_embedder) -> Path:
+    path = tmp_path / "store"
+    with Index(path, ProxyPointerConfig(), fake_embedder) as index:
+        assert not index.ingest([DATA], show_progress=False).failed
+    return path
+
+
+def test_store_files_lists_what_queries_read_registry_first_and_no_hnsw_segment(store):
+    files = store_files(store)
+    rel = [p.relative_to(store).as_posix() for p in files]
+    assert rel[0] == "registry.sqlite3"
+    assert rel.index("chroma/chroma.sqlite3") < min(i for i, r in enumerate(rel) if r.startswith("sources/"))
+    # every stored source (text and word-piece counts) is listed
+    assert sorted(r for r in rel if r.startswith("sources/")) == sorted(
+        p.relative_to(store).as_posix() for p in (store / "sources").rglob("*") if p.is_file())
+    # Chroma loads its HNSW segment into memory when it opens the collection: not read again
+    assert not any(r.endswith(".bin") for r in rel)
+    assert all(p.is_file() for p in files)
+
+
+def test_preload_reads_whole_files_in_order_and_skips_one_that_would_pass_the_limit(tmp_path):
+    big, small1, small2 = tmp_path / "big", tmp_path / "s1", tmp_path / "s2"
+    big.write_bytes(b"x" * 5000)
+    small1.write_bytes(b"y" * 300)
+    small2.write_bytes(b"z" * 200)
+    report = preload_files([small1, big, small2], max_bytes=1000)
+    # big would pass the limit: skipped, and the small file after it is still read
+    assert (report.files, report.bytes_read, report.bytes_left) == (2, 500, 5000)
+    assert preload_files([small1, big, small2], max_bytes=None).bytes_read == 5500
+    assert preload_files([big], max_bytes=0).files == 0
+    assert "preloaded 2 files" in report.summary()
+
+
+def test_preload_skips_a_file_that_vanished(tmp_path):
+    kept = tmp_path / "kept"
+    kept.write_bytes(b"k" * 10)
+    report = preload_files([tmp_path / "gone", kept])
+    assert (report.files, report.bytes_read) == (1, 10)
+
+
+def test_index_preload_reads_the_store_and_changes_nothing(store, fake_embedder):
+    before = {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()}
+    with Index(store, ProxyPointerConfig(), fake_embedder) as index:
+        report = index.preload()
+    assert report.files == len(store_files(store))
+    assert report.bytes_read == sum(p.stat().st_size for p in store_files(store))
+    assert {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_index_preload_without_a_store_raises_and_creates_nothing(tmp_path, fake_embedder):
+    folder = tmp_path / "none"
+    with pytest.raises(StoreNotFoundError):
+        Index(folder, ProxyPointerConfig(), fake_embedder).preload()
+    assert not folder.exists()
+
+
+def test_serve_warm_up_preloads_unless_turned_off(store, fake_embedder):
+    on = Service(store, ProxyPointerConfig(), fake_embedder)
+    try:
+        got = on.warm_up()
+    finally:
+        on.close()
+    assert got["preloaded_mb"] == round(sum(p.stat().st_size for p in store_files(store)) / 1e6, 1) > 0
+    off = Service(store, dataclasses.replace(ProxyPointerConfig(), serve=ServeConfig(preload=False)), fake_embedder)
+    try:
+        assert off.warm_up()["preloaded_mb"] == 0.0
+    finally:
+        off.close()
+
+
+def test_preload_limit_must_not_be_negative():
+    with pytest.raises(ConfigError, match="serve.preload_max_mb"):
+        config_from_dict({"serve": {"preload_max_mb": -1}})
