@@ -154,3 +154,14 @@ def test_a_registry_of_an_older_version_gains_the_record_column(tmp_path):
     assert reg.chunks_without_record(10) == ["d::v1::n::0000"]
     reg.close()
     Registry(root).close()  # opening again (column present) is a no-op
+
+
+def test_the_registry_is_read_through_a_memory_map(tmp_path):
+    # PRAGMA mmap_size (registry.MMAP_BYTES): mapped reads of a big registry skip a system call
+    # and a copy per page (docs/benchmarks.md, "Preload round"); SQLite caps the size at its
+    # compile-time limit, so only "on" is checked.
+    reg = Registry(tmp_path)
+    try:
+        assert reg.db.execute("PRAGMA mmap_size").fetchone()[0] > 0
+    finally:
+        reg.close()
