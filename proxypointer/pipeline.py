@@ -332,13 +332,16 @@ class Index:
         ``max_bytes``; changes nothing.
 
         Args:
-            max_bytes: Most bytes to read; None: half of the machine's physical memory.
+            max_bytes: Most bytes to read (0: none); None: half of the machine's physical
+                memory.
 
         Returns:
-            What was read (files, bytes, bytes left out by the limit, seconds).
+            What was read (files, bytes, bytes left out by the limit, seconds, files that
+            could not be read).
 
         Raises:
             StoreNotFoundError: If the folder holds no store.
+            ValueError: If ``max_bytes`` is negative.
         """
         if not self.exists:
             raise StoreNotFoundError.at(self.root)

@@ -44,17 +44,32 @@ class PreloadReport:
         bytes_read: Bytes read (whole files only).
         bytes_left: Bytes of the files not read because the limit was reached.
         seconds: Wall-clock time of the reads.
+        failed: Files that could not be read (logged at WARNING; not counted in ``files``).
     """
 
     files: int
     bytes_read: int
     bytes_left: int
     seconds: float
+    failed: int = 0
 
     def summary(self) -> str:
-        """One line for logs: ``preloaded 3 files, 3,412.0 MB in 4.1 s (0.0 MB left out)``."""
-        return (f"preloaded {self.files} files, {self.bytes_read / 1e6:,.1f} MB in {self.seconds:.1f} s "
-                f"({self.bytes_left / 1e6:,.1f} MB left out by the limit)")
+        """One line for logs and the server's start line.
+
+        ``preloaded 4,467.8 MB of the store (122 files) in 5.2 s``, followed by
+        ``; 12.0 MB left out by the limit`` and ``; 1 file could not be read`` when so.
+        """
+        line = (f"preloaded {self.bytes_read / 1e6:,.1f} MB of the store ({_files(self.files)}) "
+                f"in {self.seconds:.1f} s")
+        if self.bytes_left:
+            line += f"; {self.bytes_left / 1e6:,.1f} MB left out by the limit"
+        if self.failed:
+            line += f"; {_files(self.failed)} could not be read"
+        return line
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def default_preload_bytes() -> int:
@@ -98,14 +113,19 @@ def preload_files(files: list[Path], max_bytes: int | None = None) -> PreloadRep
 
     Args:
         files: Files in the order to read them (:func:`store_files`).
-        max_bytes: Most bytes to read; None: :func:`default_preload_bytes`.
+        max_bytes: Most bytes to read (0: none); None: :func:`default_preload_bytes`.
 
     Returns:
         The report.
+
+    Raises:
+        ValueError: If ``max_bytes`` is negative.
     """
-    limit = default_preload_bytes() if max_bytes is None else max(0, int(max_bytes))
+    if max_bytes is not None and max_bytes < 0:
+        raise ValueError(f"max_bytes: expected None or an int >= 0, got {max_bytes}")
+    limit = default_preload_bytes() if max_bytes is None else int(max_bytes)
     t0 = time.perf_counter()
-    n = read = left = 0
+    n = read = left = failed = 0
     buf = bytearray(READ_BLOCK)
     for path in files:
         try:
@@ -119,8 +139,9 @@ def preload_files(files: list[Path], max_bytes: int | None = None) -> PreloadRep
             read += sum(_read_all(path, buf))
             n += 1
         except OSError as err:
-            logger.warning("preload: could not read %s: %s", path, err)
-    report = PreloadReport(n, read, left, round(time.perf_counter() - t0, 3))
+            failed += 1
+            logger.warning("could not preload %s: %s", path, err.strerror or err)
+    report = PreloadReport(n, read, left, round(time.perf_counter() - t0, 3), failed)
     logger.info("%s", report.summary())
     return report
 

@@ -160,16 +160,17 @@ class Service:
         requests find them in the OS page cache (:meth:`~proxypointer.pipeline.Index.preload`).
 
         Returns:
-            ``{"documents": n, "store": path, "preloaded_mb": megabytes read (0.0 without preload)}``.
+            ``{"documents": n, "store": path, "preloaded_mb": megabytes read (0.0 without
+            preload), "preload": one line saying what the preload did, or that it is off}``.
 
         Raises:
             ConfigError: If the store was built with another embedding model.
             StoreError: If Chroma cannot be opened.
         """
-        preloaded = 0
+        preloaded, note = 0, "store not preloaded (serve.preload: false)"
         if self.limits.preload:
-            limit = self.limits.preload_max_mb * 1_000_000 or None
-            preloaded = self._probe.preload(limit).bytes_read
+            report = self._probe.preload(self.limits.preload_max_mb * 1_000_000 or None)
+            preloaded, note = report.bytes_read, report.summary()
         self.embedder.encode_query("warm up")
         self.embedder.tokenizer.count("warm up")
         with self._probe_lock:
@@ -179,7 +180,8 @@ class Service:
             reader.index.store  # noqa: B018 - open Chroma now, not during the first request
         n = sum(1 for r in self._readers[0].index.registry.documents() if r.version)
         logger.info("serving %d documents from %s", n, self.root.resolve())
-        return {"documents": n, "store": str(self.root.resolve()), "preloaded_mb": round(preloaded / 1e6, 1)}
+        return {"documents": n, "store": str(self.root.resolve()), "preloaded_mb": round(preloaded / 1e6, 1),
+                "preload": note}
 
     def close(self) -> None:
         """Stop the worker threads and close every registry connection and Chroma client."""

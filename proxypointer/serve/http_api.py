@@ -169,9 +169,10 @@ def run_http(
     host = host or service.limits.host
     port = port or service.limits.port
     app = create_app(service, host=host)  # refuses a bad host before the model loads
-    service.warm_up()
+    started = service.warm_up()
     if ready is not None:
         shown = f"[{host}]" if ":" in host else host
         mode = "read-write" if service.allow_write else "read-only"
-        ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; docs at /docs)")
+        ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; docs at /docs; "
+              f"{started['preload']})")
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -186,9 +186,9 @@ def run_mcp(
     """
     server = create_mcp_server(service)
     if not http:
-        service.warm_up()
+        started = service.warm_up()
         if ready is not None:
-            ready("serving MCP over stdio")
+            ready(f"serving MCP over stdio ({started['preload']})")
         server.run()  # stdout carries the protocol: nothing else may print there
         return
     import uvicorn
@@ -200,8 +200,9 @@ def run_mcp(
     guarded = Guard(
         app, token=token, max_body_bytes=service.limits.max_body_bytes, check_host=token is None and is_loopback(host)
     )
-    service.warm_up()
+    started = service.warm_up()
     if ready is not None:
         shown = f"[{host}]" if ":" in host else host
-        ready(f"serving MCP at http://{shown}:{port}/mcp{' (bearer token required)' if token else ''}")
+        ready(f"serving MCP at http://{shown}:{port}/mcp ({'bearer token required; ' if token else ''}"
+              f"{started['preload']})")
     uvicorn.run(guarded, host=host, port=port, log_level="warning", access_log=False)

@@ -47,14 +47,31 @@ def test_preload_reads_whole_files_in_order_and_skips_one_that_would_pass_the_li
     assert (report.files, report.bytes_read, report.bytes_left) == (2, 500, 5000)
     assert preload_files([small1, big, small2], max_bytes=None).bytes_read == 5500
     assert preload_files([big], max_bytes=0).files == 0
-    assert "preloaded 2 files" in report.summary()
+    assert report.summary().startswith("preloaded 0.0 MB of the store (2 files) in ")
+    assert report.summary().endswith("; 0.0 MB left out by the limit")
+    with pytest.raises(ValueError, match="max_bytes"):
+        preload_files([small1], max_bytes=-1)
 
 
-def test_preload_skips_a_file_that_vanished(tmp_path):
-    kept = tmp_path / "kept"
+def test_preload_skips_a_file_that_vanished_or_cannot_be_read_and_counts_it(tmp_path, monkeypatch, caplog):
+    kept, unreadable = tmp_path / "kept", tmp_path / "unreadable"
     kept.write_bytes(b"k" * 10)
+    unreadable.write_bytes(b"u" * 10)
     report = preload_files([tmp_path / "gone", kept])
-    assert (report.files, report.bytes_read) == (1, 10)
+    assert (report.files, report.bytes_read, report.failed) == (1, 10, 0)
+    real_open = open
+
+    def refuse(path, *args, **kwargs):  # root reads any file whatever its mode: refuse here
+        if Path(path) == unreadable:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refuse)
+    with caplog.at_level("WARNING", logger="proxypointer.preload"):
+        report = preload_files([unreadable, kept])
+    assert (report.files, report.bytes_read, report.failed) == (1, 10, 1)
+    assert report.summary().endswith("; 1 file could not be read")
+    assert f"could not preload {unreadable}: Permission denied" in caplog.text
 
 
 def test_index_preload_reads_the_store_and_changes_nothing(store, fake_embedder):
@@ -80,9 +97,11 @@ def test_serve_warm_up_preloads_unless_turned_off(store, fake_embedder):
     finally:
         on.close()
     assert got["preloaded_mb"] == round(sum(p.stat().st_size for p in store_files(store)) / 1e6, 1) > 0
+    assert got["preload"].startswith("preloaded ") and f"({len(store_files(store))} files)" in got["preload"]
     off = Service(store, dataclasses.replace(ProxyPointerConfig(), serve=ServeConfig(preload=False)), fake_embedder)
     try:
-        assert off.warm_up()["preloaded_mb"] == 0.0
+        got = off.warm_up()
+        assert (got["preloaded_mb"], got["preload"]) == (0.0, "store not preloaded (serve.preload: false)")
     finally:
         off.close()
 
