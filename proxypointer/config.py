@@ -626,7 +626,8 @@ class ServeConfig:
             empty: ``POST /ingest`` is refused.
         preload: At start, read the store's files once so that the first requests find them
             in the OS page cache (:meth:`~proxypointer.pipeline.Index.preload`; at 1M chunks
-            the first pass over new questions was up to 3x slower without, docs/benchmarks.md).
+            the first pass over new questions from a cold page cache was 3-4x slower at p95
+            without, docs/benchmarks.md).
         preload_max_mb: Most megabytes (10^6 bytes) read by ``preload``; 0: half of the
             machine's physical memory.
     """

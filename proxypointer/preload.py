@@ -8,8 +8,8 @@ registry, docs/benchmarks.md) the first pass over a set of questions after the s
 took p95 68-180 ms against 49-59 ms for the same questions again, and 212-230 ms with the page
 cache dropped before. Reading the files sequentially once, before serving, is what databases
 offer for the same reason (PostgreSQL's ``pg_prewarm``, Elasticsearch's ``index.store.preload``):
-with it, from a dropped page cache, the first pass took p95 69.6-97.1 ms in five runs, against
-271-296 ms without (4.5 GB read in 5-10 s; docs/benchmarks.md, "Preload round").
+with it, from a dropped page cache, the first pass took p95 69.6-97.1 ms in four runs, against
+271-296 ms in two without (4.5 GB read in 5-10 s; docs/benchmarks.md, "Preload round").
 
 Only the files a query reads are preloaded, most useful first: the registry, Chroma's metadata
 database, then the stored sources. Chroma's HNSW segment files are not: Chroma reads them into

@@ -724,8 +724,7 @@ def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) 
     embedder = make_embedder(cfg)
     load_s = warm(embedder)
     rss0 = rss_mb()
-    t = time.perf_counter()
-    idx = Index(dest, config, embedder)
+    idx = Index(dest, config, embedder)  # touches no file until first use
     # query.preload: read the store's files into the OS page cache first, as `serve` does at
     # start (serve.preload); its time is reported apart from the open and warm-up.
     preload = idx.preload() if qc["preload"] else None

@@ -17,11 +17,10 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture
-def store(tmp_path, fake_embedder) -> Path:
-    path = tmp_path / "store"
-    with Index(path, ProxyPointerConfig(), fake_embedder) as index:
-        assert not index.ingest([DATA], show_progress=False).failed
-    return path
+def store(make_index) -> Path:
+    index = make_index()  # the conftest factory: a temp store, the fake embedder, closed after
+    assert not index.ingest([DATA], show_progress=False).failed
+    return index.root
 
 
 def test_store_files_lists_what_queries_read_registry_first_and_no_hnsw_segment(store):
