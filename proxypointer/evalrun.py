@@ -40,6 +40,7 @@ from .evaluation import (
     reciprocal_rank,
     tokens_at,
 )
+from .progress import progress_bar
 from .ranking import LexicalIndex, rank_sections
 from .readers import default_readers
 from .references import ReferenceFollower
@@ -423,8 +424,6 @@ class _Runner:
         ``window_tokens`` word pieces, tables rendered as text as for every system); the
         vectors go through the run's embedder, so the eval cache's shared vectors serve them.
         """
-        from tqdm import tqdm
-
         from .chunking import chunk_document
 
         cfg = self.spec.config
@@ -439,8 +438,8 @@ class _Runner:
             self.units.append((doc_id, a, b, text))
         parts = []
         step = 512
-        for i in tqdm(range(0, len(texts), step), desc=f"{self.spec.name}: embedding", disable=not show_progress,
-                      leave=False):
+        for i in progress_bar(range(0, len(texts), step), desc=f"{self.spec.name}: embedding",
+                              disable=not show_progress, leave=False):
             parts.append(np.asarray(embedder.encode(texts[i : i + step]), dtype=np.float32))
         self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         self.owner = np.asarray(owner, dtype=np.int64)
@@ -605,8 +604,6 @@ def run_evaluation(
         (``proxypointer`` minus each other system, with intervals), ``settings``,
         ``system_configs`` and ``per_question`` values.
     """
-    from tqdm import tqdm
-
     if embedder is None:
         from .embedding import SentenceTransformerEmbedder
 
@@ -627,7 +624,7 @@ def run_evaluation(
             kk = settings.k
             extra = () if kk in (1, 3, 5) else (f"hit@{kk}", f"recall@{kk}", f"tokens@{kk}")
             vals: dict[str, list[float]] = {m: [] for m in (*METRICS, *extra, *names)}
-            for q in tqdm(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress, leave=False):
+            for q in progress_bar(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress, leave=False):
                 query = template.format(question=q.question, title=q.title)
                 units, deliveries = runner.evaluate(query, [q.doc_id] if scope == "doc" else all_docs,
                                                     settings.budgets)

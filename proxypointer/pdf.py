@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DocumentError, MissingDependencyError
 from .pages import BUILTIN_STYLES, MarkerStyle, PageMap, page_map
+from .progress import progress_bar
 from .tree import normalise_text, split_lines
 
 if TYPE_CHECKING:
@@ -845,9 +846,8 @@ def convert_pdfs(
             jobs.append(got)
     by_pages = all(j.pages > 0 for j in jobs)
     total = sum(j.pages for j in jobs) if by_pages else len(jobs)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, unit="page" if by_pages else "file", desc="converting PDFs", disable=not show_progress)
+    bar = progress_bar(total=total, unit="page" if by_pages else "file", desc="converting PDFs",
+                       disable=not show_progress)
     lock = threading.Lock()
 
     def run(group: list[_Job]) -> list[str | DocumentError]:

@@ -40,6 +40,7 @@ from .ingest import (
     write_documents,
 )
 from .maintenance import repair_one
+from .progress import progress_bar, tick
 from .readers import Reader
 
 if TYPE_CHECKING:
@@ -62,8 +63,6 @@ class _Run:
     """State of one single-process sync: report, progress bar and the group being gathered."""
 
     def __init__(self, index: Index, show_progress: bool, batch_chunks: int) -> None:
-        from tqdm import tqdm
-
         self.index = index
         self.registry = index.registry
         self.store = index.store
@@ -77,12 +76,12 @@ class _Run:
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
         self.docs_done = 0
-        self.bar = tqdm(total=0, desc="ingest", unit="chunk", disable=not show_progress, leave=False)
+        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress, leave=False)
 
     def doc_done(self, n: int = 1) -> None:
         self.docs_done += n
         self.bar.set_postfix_str(f"{self.docs_done}/{self.report.documents} docs", refresh=False)
-        self.bar.refresh()
+        tick(self.bar)
 
     def fail(self, path: str, message: str) -> None:
         self.report.failed.append((path, message))
@@ -92,7 +91,7 @@ class _Run:
         self.pending.append((pending, doc))
         self.n_pending += len(doc.chunks)
         self.bar.total += len(doc.chunks)
-        self.bar.refresh()
+        tick(self.bar)
         if self.n_pending >= self.batch_chunks:
             self.flush()
 

@@ -1,0 +1,44 @@
+"""Progress bars: a batch log gets a redraw every LOG_INTERVAL_S seconds, a terminal tqdm's pace."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from proxypointer import progress
+from proxypointer.progress import LOG_INTERVAL_S, progress_bar, tick
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "interval"), [(io.StringIO(), LOG_INTERVAL_S), (_Tty(), 0.1)])
+def test_the_bar_redraws_at_a_log_pace_off_a_terminal(monkeypatch, stream, interval):
+    monkeypatch.setattr(progress.sys, "stderr", stream)
+    bar = progress_bar(total=3, desc="ingest", file=stream)
+    assert bar.mininterval == interval
+    bar.close()
+    assert progress_bar(total=1, mininterval=2.0, file=stream).mininterval == 2.0  # an explicit value wins
+
+
+def test_tick_redraws_only_when_the_interval_has_passed(monkeypatch):
+    log = io.StringIO()
+    monkeypatch.setattr(progress.sys, "stderr", log)
+    bar = progress_bar(total=0, desc="ingest", unit="chunk", file=log)
+    drawn = log.getvalue().count("ingest")
+    for _ in range(200):  # a growing total and postfix, as ingest sets them per document
+        bar.total += 5
+        bar.set_postfix_str("1/2 docs", refresh=False)
+        tick(bar)
+    assert log.getvalue().count("ingest") == drawn  # none of the 200 within 30 s drew again
+    bar.update(1000)
+    bar.close()
+    assert "1000/1000" in log.getvalue()  # closing draws the final state
+
+
+def test_a_closed_or_missing_stderr_counts_as_a_log(monkeypatch):
+    monkeypatch.setattr(progress.sys, "stderr", None)
+    assert progress_bar(total=1, file=io.StringIO()).mininterval == LOG_INTERVAL_S
