@@ -67,7 +67,8 @@ LEXICAL_TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: ``tax`` meet, ``liabilities`` and ``liability``). Version 2 keeps each row's subtree chunk ids
 #: (``title_rows.chunks``), so a query reads no tree. A store whose title index was built
 #: otherwise (or not at all) is rebuilt from the live documents' stored trees on first use.
-TITLE_INDEX = "title-path-words-2 " + LEXICAL_TOKENIZER
+#: Version 3 leaves a document title heading out of its descendants' paths (:func:`_title_rows`).
+TITLE_INDEX = "title-path-words-3 " + LEXICAL_TOKENIZER
 
 
 #: A title row as the search reads it: ``(score, doc_id, version, node_id, chunks)``.
@@ -175,7 +176,8 @@ class LexicalIndex:
         """BM25 search of the live documents' section titles (the title index, FTS5), best first.
 
         Each heading of a live document has one row: the words of its title path, from the
-        document's outermost heading down to it (:func:`~proxypointer.lexical.title_field`),
+        document's outermost heading down to it (:func:`~proxypointer.lexical.title_field`;
+        a document title heading only in its own row, :func:`_document_title_heading`),
         stemmed as the chunk index is (:data:`TITLE_INDEX`). So "balance sheet" finds
         ``ITEM 8 > CONSOLIDATED BALANCE SHEETS`` whatever the section's text says.
 
@@ -572,13 +574,15 @@ def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> l
     for n in nodes:
         if n[7] in title:
             children.setdefault(n[7], []).append(n[0])
+    doc_title = _document_title_heading(nodes)
     out = []
     for n in nodes:
         if n[8] != "heading":
             continue
         path, node = [], n[0]
         while node and node in title and len(path) < 64:
-            path.append(title[node])
+            if node != doc_title or node == n[0]:
+                path.append(title[node])
             node = parent[node]
         text = title_field(reversed(path))
         if text:
@@ -592,6 +596,28 @@ def _title_rows(tree_json: str, chunks: dict[str, list[str]] | None = None) -> l
                 todo.extend(reversed(children.get(node, ())))
             out.append((n[0], text, " ".join(tails)))
     return out
+
+
+def _document_title_heading(nodes: Sequence[Sequence[Any]]) -> str | None:
+    """Node id of a heading that is the document's title, or None.
+
+    A document title heading is the document's only outermost heading, with every other
+    heading below it (a paper's ``# Title`` above ``## Abstract``, ``## Introduction``...).
+    Its words are in every section's title path, so in a title search inside the document they
+    tell no section from another and only favour the shortest paths (abstract, introduction):
+    the title field of issue 13 cost QASPER dev 1.0 point of hit@5 that way
+    (docs/evaluation.md, "Title round"). Its own row keeps its title.
+
+    Args:
+        nodes: Rows of :func:`~proxypointer.records.tree_to_json` (``[node_id, title, level,
+            ..., parent_id, kind, ...]``).
+    """
+    kind = {n[0]: n[8] for n in nodes}
+    headings = [n for n in nodes if n[8] == "heading"]
+    top = [n for n in headings if kind.get(n[7]) != "heading"]
+    if len(top) != 1 or len(headings) < 2:
+        return None
+    return str(top[0][0])
 
 
 def _with_doc_filter(sql: str, args: list[Any], doc_ids: Sequence[str] | None) -> tuple[str, list[Any]]:

@@ -161,6 +161,21 @@ def test_title_rows_hold_the_title_path_stemmed_and_flip_with_the_version(reg):
     assert reg._db.execute("SELECT COUNT(*) FROM title_rows").fetchone()[0] == 0
 
 
+def test_a_document_title_heading_is_left_out_of_its_sections_title_paths(reg):
+    # a paper: "# Title" above every other heading. Its words in every row would tell no section
+    # from another and rank the shortest paths first (abstract, introduction) for any question
+    # that repeats the title's words.
+    paper = tree_json(("t", "Detecting Spam on Twitter", ""), ("ab", "Abstract", "t"),
+                      ("f", "Account features", "t"), ("ft", "Timing of tweets", "f"))
+    commit_texts(reg, "p", "v1", ["x"], tree_json=paper)
+    assert titles(reg, "spam") == [("p", "t")]  # the title heading's own row keeps its words
+    assert titles(reg, "abstract") == [("p", "ab")]
+    assert titles(reg, "account", "timing") == [("p", "ft"), ("p", "f")]  # other parents still count
+    # two outermost headings: neither is the document's title, both stay in their paths
+    commit_texts(reg, "f", "v1", ["x"], tree_json=FILING)
+    assert set(titles(reg, "financial", doc_ids=["f"])) == {("f", "i8"), ("f", "bs"), ("f", "n14")}
+
+
 def test_title_rows_keep_their_subtree_chunk_ids_so_a_query_reads_no_tree(reg):
     ids = ["f::v1::i8::0000", "f::v1::bs::0000", "f::v1::bs::0001", "f::v1::n14::0000", "f::v1::pre::0000"]
     reg.begin_write("f", "/x/f.md", "hv1")
