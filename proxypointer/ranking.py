@@ -8,7 +8,7 @@ Up to three rankings of chunks, fused by reciprocal rank fusion (RRF), then sect
   FTS5 table (``retrieval.hybrid``);
 * **title routing**: dense hits inside the documents whose titles best match the query
   (``retrieval.title_routing_docs``); a query that names a title verbatim is searched in that
-  document only (:meth:`Ranker.route`);
+  document only (:meth:`Ranker.route`, :mod:`proxypointer.routing`);
 * **focus**: the question sentence of a query of several sentences, searched alone inside the
   one document the whole query names by its chunks (``retrieval.focus_weight``,
   :meth:`Ranker.focus`), fused with the fused ranking;
@@ -24,20 +24,19 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ConfigError, MissingDependencyError, StaleSourceError, StoreError
+from .errors import ConfigError, StaleSourceError, StoreError
 from .filters import doc_filter, filter_doc_ids, matches_where
 from .labels import LabelLookup, mentions_label
-from .lexical import STOPWORDS, lexical_terms, name_query_words, name_words
-from .lexical import words as _words
+from .lexical import STOPWORDS, lexical_terms
 from .livetrees import LiveTrees
 from .querytext import focus_sentence
+from .routing import LexicalIndex, Route, TitleRouter, strip_titles
 from .store import Hit
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ __all__ = [
     "MAX_QUERY_WINDOWS",
     "SUBTREE_SCORED_CHUNKS",
     "STOPWORDS",
-    "LexicalIndex",
+    "LexicalIndex",  # LexicalIndex, Route and strip_titles live in proxypointer.routing
     "Ranker",
     "Ranking",
     "Route",
@@ -160,87 +159,7 @@ def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     return b if not a else {"$and": [a, b]}
 
 
-# -- lexical search -----------------------------------------------------------------------------
-class LexicalIndex:
-    """In-memory BM25 (bm25s, Lucene variant) over a few texts: document titles, baselines.
-
-    Chunks are searched through the registry's FTS5 table instead (see :class:`Ranker`); this
-    index serves title routing (one text per document) and the ``bm25-sections`` baseline of
-    the evaluation harness.
-
-    Args:
-        hits: The texts to index, as hits (text and metadata; score ignored).
-        text_of: What is indexed for a hit; default its text.
-        tokenize: Words of an indexed text; default :meth:`tokenize`.
-        tokenize_query: Words of a query; default ``tokenize``.
-
-    Raises:
-        MissingDependencyError: If bm25s is not installed.
-    """
-
-    def __init__(
-        self,
-        hits: Sequence[Hit],
-        text_of: Callable[[Hit], str] | None = None,
-        tokenize: Callable[[str], list[str]] | None = None,
-        tokenize_query: Callable[[str], list[str]] | None = None,
-    ) -> None:
-        try:
-            import bm25s
-        except ImportError as err:
-            raise MissingDependencyError("title routing needs bm25s; pip install bm25s") from err
-        # bm25s sets its own logger to DEBUG at import (STYLE.md); give the level back to the app.
-        logging.getLogger("bm25s").setLevel(logging.NOTSET)
-        self.hits = list(hits)
-        self._bm25 = bm25s.BM25()
-        self._words = tokenize or self.tokenize
-        self._query_words = tokenize_query or self._words
-        corpus = [self._words(text_of(h) if text_of else h.text) or ["__empty__"] for h in self.hits]
-        if corpus:
-            self._bm25.index(corpus, show_progress=False)
-
-    @staticmethod
-    def tokenize(text: str) -> list[str]:
-        """Lower-cased words of two or more characters, stop words removed."""
-        return _words(text)
-
-    def search(self, query: str, n: int, keep: Callable[[Hit], bool] | None = None) -> list[Hit]:
-        """Return the ``n`` best texts with a positive BM25 score, best first (``score``: BM25)."""
-        if not self.hits:
-            return []
-        words = [w for w in dict.fromkeys(self._query_words(query)) if w in self._bm25.vocab_dict]
-        if not words:
-            return []
-        scores = np.asarray(self._bm25.get_scores(words), dtype=np.float64)
-        out: list[Hit] = []
-        for i in np.argsort(-scores, kind="stable"):
-            if scores[i] <= 0 or len(out) >= n:
-                break
-            h = self.hits[int(i)]
-            if keep is None or keep(h):
-                out.append(replace(h, score=float(scores[i])))
-        return out
-
-
 # -- the ranker ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where title routing sends a query (see :meth:`Ranker.route`).
-
-    Attributes:
-        query: The text to search: the query, with a title it names verbatim removed.
-        where: The filter, narrowed to the named documents when the query names titles.
-        named: Doc ids whose titles the query names (searched alone); empty otherwise.
-        boost: Doc ids whose titles best match the query, searched as an extra fused ranking
-            (empty when ``named`` is set or routing is off).
-    """
-
-    query: str
-    where: dict[str, Any] | None
-    named: tuple[str, ...] = ()
-    boost: tuple[str, ...] = ()
-
-
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """Chunk hits of one query, best first.
@@ -265,8 +184,8 @@ class Ranking:
 class Ranker:
     """Rank the live chunks of an :class:`~proxypointer.pipeline.Index` for a query.
 
-    Thread-safe: its caches (the document-title index of title routing, rebuilt when the
-    registry's generation moves; the stored trees of 128 document versions, :attr:`trees`; the
+    Thread-safe: its caches (the document-title index of title routing, :attr:`router`, rebuilt
+    when the registry's generation moves; the stored trees of 128 document versions, :attr:`trees`; the
     label indexes of 32, :attr:`labels`) are bounded and guarded by locks; the registry and
     Chroma are used as the Index allows.
 
@@ -277,9 +196,8 @@ class Ranker:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.config = index.config.retrieval
-        self._lock = threading.Lock()
-        #: ``(registry generation, index over live document titles)``; one entry.
-        self._titles: tuple[int, LexicalIndex] | None = None
+        #: Title routing (its cache: the document-title index).
+        self.router = TitleRouter(index)
         #: Stored trees of live document versions (subtrees, children, extents).
         self.trees = LiveTrees(index)
         #: Label indexes of live document versions (``retrieval.label_lookup``).
@@ -631,58 +549,8 @@ class Ranker:
 
     # -- title routing ----------------------------------------------------------------------
     def route(self, query: str, where: dict[str, Any] | None) -> Route:
-        """Apply title routing (``retrieval.title_routing_docs``) to a query.
-
-        With routing on and more documents searchable than ``title_routing_docs``, the
-        documents are ranked by BM25 of the query against their titles. If the query contains
-        one of the best titles verbatim (case and spacing ignored), the search is restricted to
-        that document and the title removed from the query; otherwise the best documents are
-        searched as an extra ranking (``title_routing_weight``).
-
-        Returns:
-            The route; ``Route(query, where)`` when routing does not apply.
-        """
-        if not self.config.title_routing_docs:
-            return Route(query, where)
-        best = self._title_docs(query, where)
-        named = [(d, t) for d, t in best if _normal(t) and _normal(t) in _normal(query)]
-        if named:
-            ids = tuple(d for d, _ in named)
-            return Route(strip_titles(query, [t for _, t in named]), _and(where, doc_filter(ids)), named=ids)
-        boost = tuple(d for d, _ in best) if self.config.title_routing_weight > 0 else ()
-        return Route(query, where, boost=boost)
-
-    def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
-        """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
-
-        Empty when the filter is not a plain doc_id filter, or when it (or, without a filter,
-        the store) allows at most ``retrieval.title_routing_docs`` documents.
-        """
-        allowed: set[str] | None = None
-        if where is not None:
-            ids = filter_doc_ids(where)
-            if ids is None:
-                return []
-            allowed = set(ids)
-        m = self.config.title_routing_docs
-        if allowed is not None and len(allowed) <= m:
-            return []
-        titles = self._title_index()
-        if allowed is None and len(titles.hits) <= m:  # the whole store is no more than m documents
-            return []
-        keep = (lambda h: h.metadata["doc_id"] in allowed) if allowed is not None else None
-        return [(h.metadata["doc_id"], h.text) for h in titles.search(query, m, keep)]
-
-    def _title_index(self) -> LexicalIndex:
-        generation = self.index.registry.generation()  # moves with every commit or delete
-        with self._lock:
-            if self._titles is None or self._titles[0] != generation:
-                records = self.index.registry.documents()
-                fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records if r.version]
-                # the file's name names the document as much as its title does ("AMD_2022_10K")
-                index = LexicalIndex(fake, lambda h: f"{h.metadata['doc_id']} {h.text}", name_words, name_query_words)
-                self._titles = (generation, index)
-            return self._titles[1]
+        """Apply title routing (``retrieval.title_routing_docs``) to a query: :meth:`TitleRouter.route`."""
+        return self.router.route(query, where)
 
     # -- focus ------------------------------------------------------------------------------
     def focus(self, route: Route, hits: Sequence[Hit], n: int) -> list[Hit]:
@@ -836,24 +704,6 @@ def _filter_docs(where: dict[str, Any] | None) -> tuple[list[str] | None, bool]:
         ids = next((ids for c in where["$and"] if (ids := filter_doc_ids(c)) is not None), None)
         return ids, False
     return doc_ids, doc_ids is not None or not where
-
-
-def _normal(text: str) -> str:
-    """Lower-case text with runs of whitespace collapsed (for finding a title in a query)."""
-    return " ".join(text.lower().split())
-
-
-def strip_titles(query: str, titles: Sequence[str]) -> str:
-    """Remove titles named in a query, and the punctuation left around them.
-
-    Returns:
-        The query without the titles; the query itself when nothing else would be left.
-    """
-    out = query
-    for t in titles:
-        out = re.sub(r"\s+".join(re.escape(w) for w in t.split()), " ", out, count=1, flags=re.IGNORECASE)
-    out = " ".join(out.split()).strip(" .:;,-")
-    return out or query
 
 
 def _in_order(wanted: Sequence[str], found: list[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
