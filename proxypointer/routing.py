@@ -3,9 +3,10 @@
 A query often names its document ("Lockheed Martin's FY2021 capital expenditure", "<paper
 title>. What dataset do they use?"). :class:`TitleRouter` ranks the live documents by BM25 of
 the query against each document's title and file name (an in-memory :class:`LexicalIndex`,
-rebuilt when the registry's generation moves): a title the query contains verbatim restricts
-the search to that document (and leaves the query); otherwise the best-matching documents are
-searched as one more fused ranking (:class:`Route`, used by :class:`~proxypointer.ranking.Ranker`).
+rebuilt when the registry's generation moves): a title the query names (verbatim, as whole
+words, specific enough: :meth:`TitleRouter._named`) restricts the search to that document and
+is removed from the query; otherwise the best-matching documents are searched as one more fused
+ranking (:class:`Route`, used by :class:`~proxypointer.ranking.Ranker`).
 Settings: ``retrieval.title_routing_docs`` and ``retrieval.title_routing_weight``.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,13 @@ from .store import Hit
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["LexicalIndex", "Route", "TitleRouter", "strip_titles"]
+__all__ = ["NAMING_TITLE_WORDS", "LexicalIndex", "Route", "TitleRouter", "strip_titles"]
+
+#: Fewest content words (:func:`proxypointer.lexical.words`: stop words and one-letter words
+#: left out) of a title that a query can name to restrict its search to that document. One
+#: word is an ordinary word of a question (a document titled "Leave" and "When must I leave
+#: the building?"); QASPER's paper titles all have more (docs/evaluation.md, routing round).
+NAMING_TITLE_WORDS = 2
 
 
 def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
@@ -118,8 +126,8 @@ class Route:
 class TitleRouter:
     """Route queries by the documents' titles (``retrieval.title_routing_docs``).
 
-    Thread-safe: its one cache, the title index of the live documents, is rebuilt under a lock
-    when the registry's generation moves (every commit or delete).
+    Thread-safe: its one cache, the live documents' titles and their BM25 index, is rebuilt
+    under a lock when the registry's generation moves (every commit or delete).
 
     Args:
         index: The index whose live documents are routed to.
@@ -129,17 +137,19 @@ class TitleRouter:
         self.index = index
         self.config = index.config.retrieval
         self._lock = threading.Lock()
-        #: ``(registry generation, index over live document titles)``; one entry.
-        self._titles: tuple[int, LexicalIndex] | None = None
+        #: The live documents' titles at one registry generation (one entry).
+        self._titles: _Titles | None = None
 
     def route(self, query: str, where: dict[str, Any] | None) -> Route:
         """Apply title routing (``retrieval.title_routing_docs``) to a query.
 
         With routing on and more documents searchable than ``title_routing_docs``, the
-        documents are ranked by BM25 of the query against their titles. If the query contains
-        one of the best titles verbatim (case and spacing ignored), the search is restricted to
-        that document and the title removed from the query; otherwise the best documents are
-        searched as an extra ranking (``title_routing_weight``).
+        documents are ranked by BM25 of the query against their titles. If the query names one
+        of the best titles (:meth:`_named`: verbatim as whole words, at least
+        :data:`NAMING_TITLE_WORDS` content words, and no document in scope outside the best
+        shares it), the search is restricted to that document and the title removed from the query;
+        otherwise the best documents are searched as an extra ranking
+        (``title_routing_weight``), which adds to the search and never restricts it.
 
         Returns:
             The route; ``Route(query, where)`` when routing does not apply.
@@ -147,12 +157,40 @@ class TitleRouter:
         if not self.config.title_routing_docs:
             return Route(query, where)
         best = self._title_docs(query, where)
-        named = [(d, t) for d, t in best if _normal(t) and _normal(t) in _normal(query)]
+        named = self._named(query, best, where)
         if named:
             ids = tuple(d for d, _ in named)
             return Route(strip_titles(query, [t for _, t in named]), _and(where, doc_filter(ids)), named=ids)
         boost = tuple(d for d, _ in best) if self.config.title_routing_weight > 0 else ()
         return Route(query, where, boost=boost)
+
+    def _named(
+        self, query: str, best: Sequence[tuple[str, str]], where: dict[str, Any] | None
+    ) -> list[tuple[str, str]]:
+        """Return the ``(doc_id, title)`` pairs of ``best`` whose titles the query names.
+
+        A title names its document when the query holds it verbatim (case, spacing and the
+        characters around it ignored) as whole words, the title has at least
+        :data:`NAMING_TITLE_WORDS` content words (a one-word title such as "Leave" is an
+        ordinary word of a question: "When must I leave the building?"), and every document in
+        scope (``where``) with that title is among ``best`` ("FORM 10-K", the title of a dozen
+        filings, names none of them).
+        """
+        text = _normal(query)
+        candidates = [
+            (d, t) for d, t in best
+            if len(_words(t)) >= NAMING_TITLE_WORDS and re.search(rf"(?<!\w){re.escape(_normal(t))}(?!\w)", text)
+        ]
+        if not candidates:
+            return []
+        titles = self._titles_entry()
+        allowed = None if where is None else filter_doc_ids(where)
+        if allowed is None:
+            in_scope = titles.counts
+        else:
+            in_scope = Counter(titles.normal[d] for d in set(allowed) if d in titles.normal)
+        in_best = Counter(titles.normal[d] for d, _ in best)
+        return [(d, t) for d, t in candidates if in_scope[titles.normal[d]] <= in_best[titles.normal[d]]]
 
     def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
         """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
@@ -169,22 +207,34 @@ class TitleRouter:
         m = self.config.title_routing_docs
         if allowed is not None and len(allowed) <= m:
             return []
-        titles = self._title_index()
+        titles = self._titles_entry().index
         if allowed is None and len(titles.hits) <= m:  # the whole store is no more than m documents
             return []
         keep = (lambda h: h.metadata["doc_id"] in allowed) if allowed is not None else None
         return [(h.metadata["doc_id"], h.text) for h in titles.search(query, m, keep)]
 
-    def _title_index(self) -> LexicalIndex:
+    def _titles_entry(self) -> _Titles:
+        """Return the live documents' titles, rebuilt when the registry's generation has moved."""
         generation = self.index.registry.generation()  # moves with every commit or delete
         with self._lock:
-            if self._titles is None or self._titles[0] != generation:
-                records = self.index.registry.documents()
-                fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records if r.version]
+            if self._titles is None or self._titles.generation != generation:
+                records = [r for r in self.index.registry.documents() if r.version]
+                fake = [Hit(r.doc_id, r.title, {"doc_id": r.doc_id}, 0.0) for r in records]
                 # the file's name names the document as much as its title does ("AMD_2022_10K")
                 index = LexicalIndex(fake, lambda h: f"{h.metadata['doc_id']} {h.text}", name_words, name_query_words)
-                self._titles = (generation, index)
-            return self._titles[1]
+                normal = {r.doc_id: _normal(r.title) for r in records}
+                self._titles = _Titles(generation, index, normal, Counter(normal.values()))
+            return self._titles
+
+
+@dataclass(frozen=True, slots=True)
+class _Titles:
+    """Title routing's cache: the live documents' titles at one registry generation."""
+
+    generation: int
+    index: LexicalIndex  # BM25 over each document's doc_id and title
+    normal: dict[str, str]  # doc_id -> title, normalized by _normal
+    counts: Counter[str]  # normalized title -> live documents with it
 
 
 def _normal(text: str) -> str:

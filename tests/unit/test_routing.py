@@ -1,0 +1,73 @@
+"""Title routing: which titles a query names (restricting its search), and which it only resembles."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.retrieval import Retriever
+from proxypointer.routing import NAMING_TITLE_WORDS, TitleRouter
+
+# Six small documents, more than the routing takes (title_routing_docs=2), so routing applies.
+DOCS = {
+    "leave": "# Leave\n\n## Annual leave\n\nStaff take 25 days of annual leave a year.\n",
+    "fire-safety": "# Fire Safety Procedures\n\n## Evacuation\n\nWhen the fire alarm sounds, leave the "
+                   "building by the nearest exit and gather at the assembly point.\n",
+    "pump-station": "# Pump Station\n\n## Pressure\n\nThe pump station holds 6 bar.\n",
+    "acme-10k": "# FORM 10-K\n\n## Revenue\n\nAcme revenue grew 4 percent.\n",
+    "globex-10k": "# FORM 10-K\n\n## Revenue\n\nGlobex revenue fell 2 percent.\n",
+    "initech-10k": "# FORM 10-K\n\n## Revenue\n\nInitech revenue was flat.\n",
+}
+
+
+@pytest.fixture
+def store(make_index, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in DOCS.items():
+        (corpus / f"{name}.md").write_text(text)
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(title_routing_docs=2)))
+    assert not idx.ingest([corpus], show_progress=False).failed
+    return idx
+
+
+def test_a_query_naming_a_specific_title_searches_that_document_only(store):
+    route = TitleRouter(store).route("Fire Safety Procedures: where is the assembly point?", None)
+    assert route.named == ("fire-safety",)
+    assert route.query == "where is the assembly point?"
+    got = Retriever(store).retrieve("Fire Safety Procedures: where is the assembly point?", k=1)
+    assert got[0].doc_id == "fire-safety"
+
+
+def test_a_one_word_title_used_as_a_word_of_the_question_does_not_restrict_the_search(store):
+    # A fresh user's report: a document titled "Leave" captured every question with "leave" in it,
+    # restricted to that document, with the word removed from the query.
+    assert NAMING_TITLE_WORDS == 2
+    q = "When must I leave the building during a fire alarm?"
+    route = TitleRouter(store).route(q, None)
+    assert route.named == () and route.query == q and route.where is None
+    got = Retriever(store).retrieve(q, k=3)
+    assert "fire-safety" in {s.doc_id for s in got}
+
+
+def test_a_title_inside_longer_words_is_not_named(store):
+    q = "How many pump stations does the network have?"
+    route = TitleRouter(store).route(q, None)
+    assert route.named == () and route.query == q
+
+
+def test_a_title_shared_by_more_documents_than_routing_takes_names_none_of_them(store):
+    # "FORM 10-K" titles three filings here (a dozen in FinanceBench): naming it picks no filing
+    q = "What does the Form 10-K say about revenue?"
+    route = TitleRouter(store).route(q, None)
+    assert route.named == () and route.query == q and route.where is None
+    assert {s.doc_id for s in Retriever(store).retrieve(q, k=3)} == {"acme-10k", "globex-10k", "initech-10k"}
+
+
+def test_a_shared_title_whose_documents_are_all_in_scope_names_them(store):
+    # Among three documents searched (more than routing takes), two share the named title: both
+    # are the ones named, the third is left out.
+    q = "FORM 10-K revenue"
+    scope = {"doc_id": {"$in": ["acme-10k", "globex-10k", "leave"]}}
+    route = TitleRouter(store).route(q, scope)
+    assert set(route.named) == {"acme-10k", "globex-10k"} and route.query == "revenue"
