@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Proxy-Pointer RAG: index markdown by its heading tree, retrieve whole sections with citations.",
     )
     parser.add_argument("--version", action="version", version=f"proxypointer {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs (others: info), tracebacks")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress bar")
     # -v/-q are also accepted after the command (`proxypointer ingest data/ -q`).
     common = argparse.ArgumentParser(add_help=False)
@@ -781,10 +781,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     other Unix tools, is not an error worth a message.
     """
     args = _parser().parse_args(argv)
+    # -v: our own debug messages, other libraries' from INFO up (bm25s, chromadb and urllib3
+    # log their internals at DEBUG: "Building index from tokens" is title routing's small index)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
+        level=logging.INFO if args.verbose else (logging.ERROR if args.quiet else logging.WARNING),
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.verbose:
+        logging.getLogger("proxypointer").setLevel(logging.DEBUG)
     # The command line is the application: the model loader's own bar ("Loading weights",
     # transformers; a fraction of a second, drawn on every `query`) is not progress of our work,
     # so it is switched off before transformers is first imported, unless the user set the hub's

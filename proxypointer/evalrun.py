@@ -439,7 +439,7 @@ class _Runner:
         parts = []
         step = 512
         for i in progress_bar(range(0, len(texts), step), desc=f"{self.spec.name}: embedding",
-                              disable=not show_progress, leave=False):
+                              disable=not show_progress):
             parts.append(np.asarray(embedder.encode(texts[i : i + step]), dtype=np.float32))
         self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         self.owner = np.asarray(owner, dtype=np.int64)
@@ -624,7 +624,7 @@ def run_evaluation(
             kk = settings.k
             extra = () if kk in (1, 3, 5) else (f"hit@{kk}", f"recall@{kk}", f"tokens@{kk}")
             vals: dict[str, list[float]] = {m: [] for m in (*METRICS, *extra, *names)}
-            for q in progress_bar(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress, leave=False):
+            for q in progress_bar(bench.questions, desc=f"{spec.name}/{scope}", disable=not show_progress):
                 query = template.format(question=q.question, title=q.title)
                 units, deliveries = runner.evaluate(query, [q.doc_id] if scope == "doc" else all_docs,
                                                     settings.budgets)

@@ -76,7 +76,7 @@ class _Run:
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
         self.docs_done = 0
-        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress, leave=False)
+        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress)
 
     def doc_done(self, n: int = 1) -> None:
         self.docs_done += n

@@ -53,6 +53,7 @@ from ..ingest import (
     start_sync,
 )
 from ..maintenance import repair_one
+from ..progress import progress_bar, tick
 from ..runner import EMBED_GROUP_BATCHES
 from . import ray_stages as stages
 
@@ -238,18 +239,15 @@ class _Sync:
     """The driver's side of one run: progress, acknowledgements, commits, failures."""
 
     def __init__(self, index: Index, report: IngestReport, pending: dict[str, Pending], show_progress: bool) -> None:
-        from tqdm import tqdm
-
         self.index = index
         self.registry = index.registry
         self.store = index.store
         self.report = report
         self.docs = {doc_id: _InFlight(p) for doc_id, p in pending.items()}
         self.rollback: list[str] = []
-        self.doc_bar = tqdm(total=report.documents, desc="documents", unit="doc", disable=not show_progress,
-                            position=0, leave=False)
-        self.chunk_bar = tqdm(total=0, desc="chunks", unit="chunk", disable=not show_progress, position=1,
-                              leave=False)
+        self.doc_bar = progress_bar(total=report.documents, desc="documents", unit="doc", disable=not show_progress,
+                                    position=0)
+        self.chunk_bar = progress_bar(total=0, desc="chunks", unit="chunk", disable=not show_progress, position=1)
 
     def close(self) -> None:
         self.chunk_bar.close()
@@ -279,7 +277,7 @@ class _Sync:
             elif kind == stages.DOC:
                 state.doc = pickle.loads(r["payload"])
                 self.chunk_bar.total += len(state.doc.chunks)
-                self.chunk_bar.refresh()
+                tick(self.chunk_bar)
                 self.report.notes.extend((path, w) for w in state.doc.warnings)
             elif kind == stages.EMPTY:
                 note = empty_note(self.registry, state.pending.file, EmptyDocumentError(r["message"]))

@@ -154,3 +154,17 @@ def test_case_36_long_query_keeps_the_question_with_the_real_model(tmp_path):
         p = run("query", q, "-k", "3", "--json", cwd=tmp_path)
         assert json.loads(p.stdout)[0]["title"] == "Parental leave pay", p.stdout
     assert "query has 307 word pieces, more than the 254 the model reads" in p.stderr
+
+
+def test_verbose_shows_our_debug_messages_not_other_libraries(tmp_path):
+    # Five documents: more than title routing's 3, so a query builds its small BM25 index over
+    # the titles, whose library (bm25s) logs "Building index from tokens" at DEBUG.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("alpha", "bravo", "charlie", "delta", "echo"):
+        text = f"# {name.title()} Plant Manual\n\n## Pumps\n\nThe {name} pump holds 6 bar.\n"
+        (corpus / f"{name}.md").write_text(text)
+    run("ingest", str(corpus), cwd=tmp_path)
+    err = run("-v", "query", "What pressure does the delta pump hold?", "-k", "2", cwd=tmp_path).stderr
+    assert "INFO proxypointer.embedding: loading embedding model" in err, err
+    assert "DEBUG bm25s" not in err and "DEBUG chromadb" not in err, err
