@@ -146,8 +146,8 @@ class TitleRouter:
         With routing on and more documents searchable than ``title_routing_docs``, the
         documents are ranked by BM25 of the query against their titles. If the query names one
         of the best titles (:meth:`_named`: verbatim as whole words, at least
-        :data:`NAMING_TITLE_WORDS` content words, and no document in scope outside the best
-        shares it), the search is restricted to that document and the title removed from the query;
+        :data:`NAMING_TITLE_WORDS` content words, and no other document in scope has it), the
+        search is restricted to that document and the title removed from the query;
         otherwise the best documents are searched as an extra ranking
         (``title_routing_weight``), which adds to the search and never restricts it.
 
@@ -172,9 +172,9 @@ class TitleRouter:
         A title names its document when the query holds it verbatim (case, spacing and the
         characters around it ignored) as whole words, the title has at least
         :data:`NAMING_TITLE_WORDS` content words (a one-word title such as "Leave" is an
-        ordinary word of a question: "When must I leave the building?"), and every document in
-        scope (``where``) with that title is among ``best`` ("FORM 10-K", the title of a dozen
-        filings, names none of them).
+        ordinary word of a question: "When must I leave the building?"), and no other document
+        in scope (``where``) has that title ("FORM 10-K", the title of several filings, names
+        none of them).
         """
         text = _normal(query)
         candidates = [
@@ -189,8 +189,7 @@ class TitleRouter:
             in_scope = titles.counts
         else:
             in_scope = Counter(titles.normal[d] for d in set(allowed) if d in titles.normal)
-        in_best = Counter(titles.normal[d] for d, _ in best)
-        return [(d, t) for d, t in candidates if in_scope[titles.normal[d]] <= in_best[titles.normal[d]]]
+        return [(d, t) for d, t in candidates if in_scope[titles.normal[d]] == 1]
 
     def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
         """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
