@@ -3,12 +3,13 @@ r"""Progress bars (tqdm) that suit both a terminal and a batch log.
 On a terminal a bar redraws ten times a second (tqdm's default ``mininterval``). When stderr is
 a file or a pipe (a batch job's log, CI), every redraw is another ``\r``-separated copy of the
 bar in the log: the ingest of QASPER dev's 276 papers by
-``scripts/run_experiment.py`` wrote 974 of them in 5 minutes. There the bar redraws at most
-every :data:`LOG_INTERVAL_S` seconds (tqdm's ``mininterval`` and its monitor thread's
-``maxinterval``, 10 s by default, both set to it), callers redraw through :func:`tick`, which
-keeps that interval, instead of ``tqdm.refresh``, which does not, and a closed bar leaves its
-final state on a line of its own (on a terminal it is cleared, for the summary line that
-follows).
+``scripts/run_experiment.py`` wrote 974 of them in 5 minutes. There a bar redraws at most
+every :data:`LOG_INTERVAL_S` seconds (``mininterval``, with tqdm's dynamic ``miniters`` off:
+its monitor thread would otherwise redraw a bar idle for ``maxinterval``, 10 s, and the next
+update would draw again at once), callers redraw through :func:`tick`, which keeps that
+interval, instead of ``tqdm.refresh``, which does not, and each redraw is a line of its own,
+the last one the bar's final state (on a terminal the bar is cleared when it closes, for the
+summary line that follows).
 """
 
 from __future__ import annotations
@@ -30,17 +31,44 @@ def _terminal() -> bool:
         return False
 
 
+class _LogLines:
+    r"""A bar's stream in a log: each redraw written as a line of its own, ``\r`` left out.
+
+    tqdm draws ``"\r" + bar + padding`` and, when the bar closes, clears it with spaces or
+    ends its line; in a file that makes one physical line of every copy, with the next log
+    record glued to its end. Writes that hold nothing but blanks are dropped.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        line = text.replace("\r", "").rstrip()
+        if line:
+            self._stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        flush = getattr(self._stream, "flush", None)
+        if flush is not None:
+            flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno...: the stream's
+        return getattr(self._stream, name)
+
+
 def progress_bar(iterable: Any = None, **kwargs: Any) -> Any:
     """Make a ``tqdm`` bar on stderr, redrawn at most every :data:`LOG_INTERVAL_S` s off a terminal.
 
-    Off a terminal ``mininterval`` and ``maxinterval`` are :data:`LOG_INTERVAL_S` and ``leave``
-    is true (the log keeps the bar's final state); on a terminal tqdm's pace applies and
-    ``leave`` is false (the bar is cleared when it closes).
+    Off a terminal (stderr, whatever ``file`` is given) the bar is redrawn at most every
+    :data:`LOG_INTERVAL_S` seconds, each redraw on a line of its own, and ``leave`` is true
+    (the log keeps the final state); on a terminal tqdm's pace applies and ``leave`` is false
+    (the bar is cleared when it closes).
 
     Args:
         iterable: Passed to ``tqdm``.
-        **kwargs: ``tqdm`` options (``desc``, ``total``, ``unit``, ``disable``...); an explicit
-            ``mininterval``, ``maxinterval`` or ``leave`` wins.
+        **kwargs: ``tqdm`` options (``desc``, ``total``, ``unit``, ``file``, ``disable``...);
+            an explicit ``mininterval``, ``miniters`` or ``leave`` wins.
 
     Returns:
         The ``tqdm`` instance.
@@ -51,8 +79,8 @@ def progress_bar(iterable: Any = None, **kwargs: Any) -> Any:
     kwargs.setdefault("leave", not terminal)
     if not terminal:
         kwargs.setdefault("mininterval", LOG_INTERVAL_S)
-        # the monitor thread redraws a bar idle for maxinterval s; never sooner than mininterval
-        kwargs.setdefault("maxinterval", max(LOG_INTERVAL_S, kwargs["mininterval"]))
+        kwargs.setdefault("miniters", 0)  # given, it turns off dynamic miniters and the monitor's redraws
+        kwargs["file"] = _LogLines(kwargs.get("file") or sys.stderr)
     return tqdm(iterable, **kwargs)
 
 

@@ -20,8 +20,9 @@ def test_the_bar_redraws_at_a_log_pace_off_a_terminal(monkeypatch, stream, inter
     monkeypatch.setattr(progress.sys, "stderr", stream)
     bar = progress_bar(total=3, desc="ingest", file=stream)
     assert bar.mininterval == interval
-    # tqdm's monitor thread redraws a bar idle for maxinterval s (10 by default): not sooner in a log
-    assert bar.maxinterval == (LOG_INTERVAL_S if interval == LOG_INTERVAL_S else 10.0)
+    # tqdm's monitor thread redraws a bar idle for maxinterval s (10) when miniters is dynamic,
+    # and the next update draws again at once: never in a log
+    assert bar.dynamic_miniters == (interval != LOG_INTERVAL_S)
     bar.close()
     assert progress_bar(total=1, mininterval=2.0, file=stream).mininterval == 2.0  # an explicit value wins
 
@@ -33,7 +34,9 @@ def test_a_log_keeps_the_final_state_of_a_closed_bar_and_a_terminal_clears_it(mo
         bar = progress_bar(total=4, desc="ingest", unit="chunk", file=stream)
         bar.update(4)
         bar.close()
-    assert log.getvalue().endswith("\n") and "4/4" in log.getvalue().splitlines()[-1]
+    lines = log.getvalue().split("\n")
+    assert "\r" not in log.getvalue() and lines[-1] == ""  # every redraw is a line of its own
+    assert all(line.startswith("ingest: ") for line in lines[:-1]) and "4/4" in lines[-2]
     assert not tty.getvalue().endswith("\n") and "4/4" not in tty.getvalue().split("\r")[-1]
 
 
