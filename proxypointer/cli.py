@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from .datauri import replace_data_uris
 from .errors import ProxyPointerError
 
 __all__ = ["main"]
@@ -373,7 +374,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
             what = "its own text" if s.delivery == "own_text" else "an excerpt of its own text"
             print(f"    section L{s.start_line}-L{s.end_line} is long: showing {what}")
         print()
-        print(s.text)
+        # an inline image's base64 payload (hundreds of KB on one line) as its placeholder, as
+        # `ask` shows it a model; --json keeps the exact stored lines
+        print(replace_data_uris(s.text) if "base64," in s.text else s.text)
         if s.outline:
             print()
             print("    subsections not shown:")

@@ -185,3 +185,20 @@ def test_check_repair_says_it_repaired_and_check_then_says_ok(cli, capsys, fake_
     assert out[-1].startswith("repaired (run `proxypointer check` to confirm): 3 documents")
     assert cli(["check", "--store", str(root)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("ok: 3 documents")
+
+
+def test_query_text_shows_an_inline_image_as_its_placeholder_and_json_the_exact_lines(cli, capsys, tmp_path):
+    # A converter's inline picture is one line of hundreds of KB: the text output shows the
+    # placeholder `ask` gives a model; --json keeps the stored lines (the pointer contract).
+    payload = "iVBORw0KGgo" + "A" * 200_000
+    doc = tmp_path / "survey.md"
+    doc.write_text(f"# Survey\n\n## Photos\n\n![pump room](data:image/png;base64,{payload})\n\nTwo diesel pumps.\n")
+    store = str(tmp_path / "store")
+    assert cli(["ingest", str(doc), "--store", store, "-q"]) == 0
+    capsys.readouterr()
+    assert cli(["query", "diesel pumps photos", "-k", "1", "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert "[image: pump room]" in out and "Two diesel pumps." in out and len(out) < 2_000
+    assert cli(["query", "diesel pumps photos", "-k", "1", "--json", "--store", store]) == 0
+    (section,) = json.loads(capsys.readouterr().out)
+    assert payload in section["text"]
