@@ -14,7 +14,18 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids", "matches_where"]
+__all__ = ["FILTER_FIELDS", "SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids", "matches_where"]
+
+#: The chunk metadata fields a filter can name: every field Chroma stores with a chunk
+#: (:func:`proxypointer.store.chunk_metadata`; a test keeps the two in step). A filter on any
+#: other field would match nothing on every path, so it is refused by name.
+FILTER_FIELDS = (
+    "doc_id", "doc_hash", "version", "node_id", "chunk_index", "kind", "title", "level", "parent_id",
+    "breadcrumb", "breadcrumb_json", "start_line", "end_line", "body_end_line", "chunk_start_line",
+    "chunk_end_line", "source", "content_hash", "n_tokens", "empty_body", "page_start", "page_end",
+    "chunk_page_start", "chunk_page_end",
+)
+_FIELDS = frozenset(FILTER_FIELDS)
 
 #: Metadata filter operators honoured by every search path (Chroma, the exact search, lexical
 #: hits and title routing), with Chroma's meaning.
@@ -43,7 +54,7 @@ def check_where(where: dict[str, Any] | None, *, where_name: str = "where") -> d
 
     Raises:
         ConfigError: Naming the operator or value that is not supported, and the supported
-            operators.
+            operators; or a field outside :data:`FILTER_FIELDS`, and those fields.
     """
     if where is None:
         return None
@@ -77,10 +88,17 @@ def _check_clause(key: str, value: Any, where_name: str) -> dict[str, Any]:
             raise ConfigError(f"{where_name}.{key}: {op} expects a number, got {arg!r}")
         if op in ("$in", "$nin") and not isinstance(arg, (list, tuple)):
             raise ConfigError(f"{where_name}.{key}: {op} expects a list, got {arg!r}")
-        return {key: {op: list(arg) if op in ("$in", "$nin") else arg}}
-    if not isinstance(value, (str, int, float, bool)):
+        clause = {key: {op: list(arg) if op in ("$in", "$nin") else arg}}
+    elif not isinstance(value, (str, int, float, bool)):
         raise ConfigError(f"{where_name}.{key}: expected a str, int, float or bool, got {value!r}")
-    return {key: value}
+    else:
+        clause = {key: value}
+    if key not in _FIELDS:
+        raise ConfigError(
+            f"{where_name}: no chunk has the field {key!r}, so the filter would match nothing;"
+            f" fields: {', '.join(FILTER_FIELDS)}"
+        )
+    return clause
 
 
 def matches_where(metadata: dict[str, Any], where: dict[str, Any] | None) -> bool:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from proxypointer.errors import ConfigError
-from proxypointer.filters import SUPPORTED_OPERATORS, check_where, doc_filter, filter_doc_ids, matches_where
+from proxypointer.filters import (
+    FILTER_FIELDS,
+    SUPPORTED_OPERATORS,
+    check_where,
+    doc_filter,
+    filter_doc_ids,
+    matches_where,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def test_matches_where_honours_every_supported_operator():
@@ -45,3 +56,28 @@ def test_doc_id_filters():
     assert filter_doc_ids({"doc_id": {"$eq": "a"}}) == ["a"]
     assert filter_doc_ids({"doc_id": {"$ne": "a"}}) is None and filter_doc_ids({"kind": "heading"}) is None
     assert doc_filter(["a"]) == {"doc_id": "a"} and doc_filter(["a", "b"]) == {"doc_id": {"$in": ["a", "b"]}}
+
+
+def test_a_filter_on_a_field_no_chunk_has_is_refused_by_name(make_index):
+    # a fresh user's typo, {"nosuchfield": 1}, matched nothing and returned no sections, silently
+    with pytest.raises(ConfigError, match=r"no chunk has the field 'nosuchfield'.*fields: doc_id, doc_hash"):
+        check_where({"nosuchfield": 1})
+    with pytest.raises(ConfigError, match="'levle'"):
+        check_where({"$or": [{"level": 1}, {"levle": {"$lte": 2}}]})
+    from proxypointer.retrieval import Retriever
+
+    idx = make_index()
+    assert not idx.ingest([DATA], show_progress=False).failed
+    with pytest.raises(ConfigError, match="'section'"):
+        Retriever(idx).retrieve("parental leave", k=3, where={"section": "Leave"})
+    assert Retriever(idx).retrieve("parental leave", k=3, where={"kind": "heading"})
+
+
+def test_the_filter_fields_are_the_stored_chunk_metadata():
+    from proxypointer.chunking import Chunk
+    from proxypointer.store import chunk_metadata
+
+    c = Chunk(chunk_id="d::v1::n::0000", doc_id="d", doc_hash="h" * 64, version="v1", node_id="n", chunk_index=0,
+              kind="heading", title="T", level=2, parent_id="", breadcrumb=("Doc", "T"), start_line=1, end_line=2,
+              body_end_line=2, chunk_start_line=2, chunk_end_line=2, text="x", embed_text="Doc > T\nx", n_tokens=5)
+    assert set(chunk_metadata(c, "d.md")) == set(FILTER_FIELDS)
