@@ -127,10 +127,14 @@ def _walk(
                 continue
             full = os.path.join(folder, name)
             if os.path.islink(full):
-                if os.path.isfile(full):  # a broken symlink is not
+                if os.path.isfile(full):
                     out.append((full, os.path.realpath(full)))
+                else:
+                    logger.warning("%s: skipped: a symbolic link to %s, which is not a file", full, os.readlink(full))
             elif os.path.isfile(full):
                 out.append((full, os.path.join(real_folder, name)))
+            else:  # a named pipe, a socket, a device: reading could block or never end
+                logger.warning("%s: skipped: not a regular file", full)
     return out
 
 

@@ -93,6 +93,19 @@ def test_kind34_symlink_loops_end_and_aliases_count_once(tmp_path):
     assert ids(discover([root, root, root / "a" / "b" / "deep.md"], MD)) == ["a/b/deep", "linked/shared"]
 
 
+def test_a_dangling_link_or_a_pipe_with_a_known_suffix_is_skipped_with_a_warning(tmp_path, caplog):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "kept.md").write_text("# Kept\n", encoding="utf-8")
+    os.symlink("gone.md", root / "broken.md")
+    os.mkfifo(root / "pipe.md")  # reading it would block until a writer comes
+    with caplog.at_level("WARNING", logger="proxypointer.discovery"):
+        assert ids(discover([root], MD)) == ["kept"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(f"{root / 'broken.md'}: skipped: a symbolic link to gone.md" in m for m in warnings), warnings
+    assert any(f"{root / 'pipe.md'}: skipped: not a regular file" in m for m in warnings), warnings
+
+
 def test_source_files_are_picklable(tmp_path):
     (tmp_path / "x.md").write_text("# X\n", encoding="utf-8")
     (f,) = discover([tmp_path / "x.md"], MD).files
