@@ -34,6 +34,7 @@ from .tokenizer import TokenCounter
 from .tree import DocumentTree, Node, split_lines
 
 __all__ = [
+    "REPEATED_CHUNKS_KEPT",
     "Chunk",
     "TokenCountCache",
     "add_pages",
@@ -45,6 +46,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: Most chunks of one document stored with the same embedded text (shared case 18 keeps a
+#: paragraph repeated inside a section twice). Chroma's HNSW graph links each vector to its
+#: 16 nearest (``M``), and identical vectors are each other's nearest: 3,125 copies of one
+#: chunk (a file of one word repeated) formed a clique that the search could not leave, and
+#: the nearest 136 chunks of any question were theirs (docs/evaluation.md, routing round).
+#: Half of ``M`` leaves room for links out.
+REPEATED_CHUNKS_KEPT = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,12 +445,13 @@ def chunk_document(
             document hash.
 
     Returns:
-        Chunks in document order. A heading node yields: nothing if it is noise (or, with
-        ``skip_noise_descendants``, under noise) or if its own text is empty (or shorter than
-        ``min_chars``) and it has children; one breadcrumb-only chunk (``empty_body``) if it
-        is a leaf with no own text (case 11); else one or more chunks of its own text. A
-        document without headings (or with ``strategy: windows``) yields sliding windows.
-        Empty or blank documents yield nothing.
+        Chunks in document order; an embedded text repeated in the document is kept at most
+        :data:`REPEATED_CHUNKS_KEPT` times (:func:`_drop_repeats`). A heading node yields:
+        nothing if it is noise (or, with ``skip_noise_descendants``, under noise) or if its
+        own text is empty (or shorter than ``min_chars``) and it has children; one
+        breadcrumb-only chunk (``empty_body``) if it is a leaf with no own text (case 11);
+        else one or more chunks of its own text. A document without headings (or with
+        ``strategy: windows``) yields sliding windows. Empty or blank documents yield nothing.
     """
     config = config or ChunkingConfig()
     lines = split_lines(text) if lines is None else lines
@@ -452,9 +462,37 @@ def chunk_document(
         chunks = _windows(tree, lines, chunker, doc_hash, version)
     else:
         chunks = _sections(tree, lines, chunker, doc_hash, version)
+    chunks = _drop_repeats(chunks, tree.doc_id)
     if chunker.truncated:
         logger.warning("%s: %d chunks exceed the model's max_seq_length", tree.doc_id, chunker.truncated)
     return chunks
+
+
+def _drop_repeats(chunks: list[Chunk], doc_id: str) -> list[Chunk]:
+    """Keep the first :data:`REPEATED_CHUNKS_KEPT` chunks of each embedded text of a document.
+
+    The chunks kept of a node are numbered again from 0 (ids and ``chunk_index``); every kept
+    chunk points at its own lines, and the node's section still covers all of its lines.
+    """
+    seen: dict[str, int] = {}
+    kept = []
+    for c in chunks:
+        seen[c.embed_text] = seen.get(c.embed_text, 0) + 1
+        if seen[c.embed_text] <= REPEATED_CHUNKS_KEPT:
+            kept.append(c)
+    if len(kept) == len(chunks):
+        return chunks
+    logger.warning("%s: %d chunks repeat a text already chunked %d times; not stored", doc_id,
+                   len(chunks) - len(kept), REPEATED_CHUNKS_KEPT)
+    out = []
+    index: dict[str, int] = {}
+    for c in kept:
+        i = index.get(c.node_id, 0)
+        index[c.node_id] = i + 1
+        if i != c.chunk_index:
+            c = dataclasses.replace(c, chunk_index=i, chunk_id=f"{c.doc_id}::{c.version}::{c.node_id}::{i:04d}")
+        out.append(c)
+    return out
 
 
 def _make(

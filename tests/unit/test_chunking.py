@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.chunking import breadcrumb_text, chunk_document, is_noise_title, normalise_title
+from proxypointer.chunking import (
+    REPEATED_CHUNKS_KEPT,
+    breadcrumb_text,
+    chunk_document,
+    is_noise_title,
+    normalise_title,
+)
 from proxypointer.config import ChunkingConfig
 from proxypointer.readers import read_document
 from proxypointer.tokenizer import load_tokenizer
@@ -236,6 +242,25 @@ def test_chunk_ids_unique_and_deterministic(cases_dir, tok):
     _, b, _ = _chunks(path, tok, chunk_tokens=80)
     assert [c.chunk_id for c in a] == [c.chunk_id for c in b]
     assert len({c.chunk_id for c in a}) == len(a) == 5
+
+
+def test_a_text_repeated_in_a_document_is_stored_at_most_eight_times(tok, caplog):
+    # 40 copies of one paragraph in one section, 3 in another: the first keeps 8 (renumbered,
+    # each pointing at its own line), the second all 3; shared case 18's two copies stay
+    para = "The relief valve opens at six bar and closes at five bar on the return stroke."
+    text = "# Pump\n\n## Valves\n\n" + "\n\n".join([para] * 40) + "\n\n## Seals\n\n" + "\n\n".join([para] * 3) + "\n"
+    tree = build_tree(text, "pump")
+    with caplog.at_level("WARNING", logger="proxypointer.chunking"):
+        chunks = chunk_document(tree, text, tok, ChunkingConfig(chunk_tokens=32))
+    assert REPEATED_CHUNKS_KEPT == 8
+    valves, seals = _by_title(chunks, "Valves"), _by_title(chunks, "Seals")
+    assert len(valves) == 8 and len(seals) == 3
+    assert [c.chunk_index for c in valves] == list(range(8))
+    assert [c.chunk_id.rsplit("::", 1)[1] for c in valves] == [f"{i:04d}" for i in range(8)]
+    lines = split_lines(text)
+    assert all(lines[c.chunk_start_line - 1] == para for c in valves + seals)
+    assert len({c.chunk_start_line for c in valves}) == 8
+    assert "pump: 32 chunks repeat a text already chunked 8 times" in caplog.text
 
 
 # -- tables embedded as text (issue 13) and their pointers ----------------------------------

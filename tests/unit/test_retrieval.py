@@ -776,3 +776,23 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
     assert idx.registry._db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
     assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
+
+
+# -- a text repeated thousands of times -----------------------------------------------------------
+def test_a_document_of_one_repeated_text_changes_nothing_for_other_questions(make_index, tmp_path):
+    # A fresh user's file of one word repeated 400,000 times was 3,125 identical chunks; their
+    # vectors formed a clique in Chroma's HNSW graph that the dense search could not leave, and
+    # questions about other documents got other answers. It keeps REPEATED_CHUNKS_KEPT of them.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "huge.md").write_text("# Huge\n\n" + "word " * 400_000 + "\n")
+    cfg = ProxyPointerConfig(retrieval=RetrievalConfig(title_routing_docs=0))  # 3 vs 4 documents: no routing
+    plain, noisy = make_index(cfg, store=tmp_path / "plain"), make_index(cfg, store=tmp_path / "noisy")
+    assert not plain.ingest([DATA], show_progress=False).failed
+    assert not noisy.ingest([DATA, corpus], show_progress=False).failed
+    assert noisy.registry.stats()["chunks"] == plain.registry.stats()["chunks"] + 8
+    for q in ("How many weeks of full basic pay do birth and adoptive parents receive?",
+              "Where is the padlock key for the outer gate kept?", "pump pressure", "error code TG-501"):
+        for k in (1, 3):
+            want = [(s.doc_id, s.node_id) for s in Retriever(plain).retrieve(q, k=k)]
+            assert [(s.doc_id, s.node_id) for s in Retriever(noisy).retrieve(q, k=k)] == want, (q, k)
