@@ -242,13 +242,14 @@ def _normal(text: str) -> str:
 
 
 def strip_titles(query: str, titles: Sequence[str]) -> str:
-    """Remove titles named in a query, and the punctuation left around them.
+    """Remove titles named in a query (as whole words), and the punctuation left around them.
 
     Returns:
         The query without the titles; the query itself when nothing else would be left.
     """
     out = query
     for t in titles:
-        out = re.sub(r"\s+".join(re.escape(w) for w in t.split()), " ", out, count=1, flags=re.IGNORECASE)
+        pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in t.split()) + r"(?!\w)"
+        out = re.sub(pattern, " ", out, count=1, flags=re.IGNORECASE)
     out = " ".join(out.split()).strip(" .:;,-")
     return out or query

@@ -71,3 +71,13 @@ def test_a_title_shared_only_outside_the_scope_names_its_document(store):
     scope = {"doc_id": {"$in": ["acme-10k", "leave", "pump-station"]}}
     route = TitleRouter(store).route("FORM 10-K revenue", scope)
     assert route.named == ("acme-10k",) and route.query == "revenue"
+
+
+def test_the_named_title_is_removed_as_whole_words_only():
+    # "Smart History vs Art History": the title "Art History" is the second one, not "...art History"
+    from proxypointer.routing import strip_titles
+
+    assert strip_titles("Smart History vs Art History: who used chiaroscuro?", ["Art History"]) == (
+        "Smart History vs : who used chiaroscuro?"
+    )
+    assert strip_titles("Fire Safety Procedures. Where do we meet?", ["fire safety procedures"]) == "Where do we meet?"
