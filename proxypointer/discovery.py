@@ -183,6 +183,10 @@ def discover(
         elif os.path.isfile(given):
             suffix = os.path.splitext(given)[1].lower()
             found.append(SourceFile(Path(given).stem, given, real, None, suffix if suffix in suffixes else ".md"))
+        elif os.path.lexists(given) and not os.path.exists(given):
+            result.failed.append((str(raw), f"{raw}: a symbolic link to {os.readlink(given)}, which does not exist"))
+        elif os.path.exists(given):  # a named pipe, a socket, a device: reading could block
+            result.failed.append((str(raw), f"{raw}: not a regular file or folder (a pipe, socket or device)"))
         else:
             result.failed.append((str(raw), f"{raw}: no such file or folder; check the path"))
 

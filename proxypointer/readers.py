@@ -233,9 +233,12 @@ def read_bytes(path: str | Path) -> bytes:
     """Read a file's bytes.
 
     Raises:
-        DocumentError: If it is missing, a folder or unreadable (names the file).
+        DocumentError: If it is missing, a folder, not a regular file (a named pipe, whose
+            reading would wait for a writer, a socket, a device) or unreadable (names the file).
     """
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise DocumentError(f"{p}: not a regular file (a pipe, socket or device); give a markdown file")
     try:
         return p.read_bytes()
     except FileNotFoundError as err:

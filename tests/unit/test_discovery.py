@@ -106,6 +106,17 @@ def test_a_dangling_link_or_a_pipe_with_a_known_suffix_is_skipped_with_a_warning
     assert any(f"{root / 'pipe.md'}: skipped: not a regular file" in m for m in warnings), warnings
 
 
+def test_a_pipe_or_dangling_link_given_directly_fails_with_what_it_is(tmp_path):
+    os.mkfifo(tmp_path / "pipe.md")
+    os.symlink("gone.md", tmp_path / "broken.md")
+    got = discover([tmp_path / "pipe.md", tmp_path / "broken.md", tmp_path / "missing.md"], MD)
+    assert not got.files
+    messages = dict(got.failed)
+    assert messages[str(tmp_path / "pipe.md")].endswith("not a regular file or folder (a pipe, socket or device)")
+    assert messages[str(tmp_path / "broken.md")].endswith("a symbolic link to gone.md, which does not exist")
+    assert messages[str(tmp_path / "missing.md")].endswith("no such file or folder; check the path")
+
+
 def test_source_files_are_picklable(tmp_path):
     (tmp_path / "x.md").write_text("# X\n", encoding="utf-8")
     (f,) = discover([tmp_path / "x.md"], MD).files

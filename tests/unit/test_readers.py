@@ -114,3 +114,11 @@ def test_reader_table_and_results_are_picklable():
     assert result.source_key == reader.source_key(b"# T\n\nbody\n", "t.md")
     assert pickle.loads(pickle.dumps(result)) == result
     assert pickle.loads(pickle.dumps(reader)).read(b"x", "x.md") == reader.read(b"x", "x.md")
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe.md")  # opening it to read would block until a writer comes
+    with pytest.raises(DocumentError, match=r"pipe\.md: not a regular file \(a pipe, socket or device\)"):
+        read_document(tmp_path / "pipe.md")
