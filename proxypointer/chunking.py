@@ -459,7 +459,7 @@ def chunk_document(
     doc_hash = document_hash(text)
     version = version or doc_hash[:8]
     if config.strategy == "windows" or not tree.has_headings:
-        chunks = _windows(tree, lines, chunker, doc_hash, version)
+        chunks = _windows(tree, lines, chunker, doc_hash, version, share_ranges=config.strategy != "windows")
     else:
         chunks = _sections(tree, lines, chunker, doc_hash, version)
     chunks = _drop_repeats(chunks, tree.doc_id)
@@ -577,8 +577,16 @@ def _sections(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash:
     return chunks
 
 
-def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: str, version: str) -> list[Chunk]:
-    """Overlapping token windows over the whole document, each a pointer to its lines."""
+def _windows(
+    tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: str, version: str, *, share_ranges: bool = False
+) -> list[Chunk]:
+    """Overlapping token windows over the whole document, each a pointer to its lines.
+
+    With ``share_ranges`` (the fallback of a document without headings), consecutive windows
+    over the same lines (a line longer than a window) are chunks of one node, so that a search
+    returns those lines once; with ``strategy: windows`` (the ``flat`` baseline) each window is
+    a node of its own.
+    """
     cfg = chunker.config
     first = tree.front_matter_end + 1
     if first > len(lines):
@@ -601,9 +609,12 @@ def _windows(tree: DocumentTree, lines: list[str], chunker: _Chunker, doc_hash: 
             end = len(lines)
         prev_end = max(prev_end, end)
         embed = chunker.embed_text(budget.header, f"{context}\n{piece}" if context else piece)
-        node_id = f"w{i + 1:04d}"
+        if share_ranges and chunks and (chunks[-1].start_line, chunks[-1].end_line) == (start, end):
+            node_id, index_in_node = chunks[-1].node_id, chunks[-1].chunk_index + 1
+        else:
+            node_id, index_in_node = f"w{(int(chunks[-1].node_id[1:]) if chunks else 0) + 1:04d}", 0
         chunks.append(
-            _make(tree, doc_hash, version, node_id, 0, "window", tree.title, 0, "", breadcrumb,
+            _make(tree, doc_hash, version, node_id, index_in_node, "window", tree.title, 0, "", breadcrumb,
                   (start, end, end), (start, end), body[a:b], embed,
                   chunker.counts.count(embed) + chunker.tok.n_special)
         )

@@ -44,7 +44,8 @@ logger = logging.getLogger(__name__)
 #: Revision of how trees and chunks are built from the same text and settings. A release that
 #: changes them (2: a financial statement's title keeps the table pieces a converter wrote as
 #: headings as its children; 3: an embedded text repeated in a document is stored at most
-#: ``chunking.REPEATED_CHUNKS_KEPT`` times) bumps it, so that the next ingest re-indexes every document of a
+#: ``chunking.REPEATED_CHUNKS_KEPT`` times, and fallback windows over the same lines are one
+#: node) bumps it, so that the next ingest re-indexes every document of a
 #: store rather than leaving it half old, half new. Part of :attr:`Index.pipeline_key`.
 PIPELINE_REVISION = 3
 

@@ -1,5 +1,6 @@
 """Chunking: token limits, breadcrumbs, noise filter, empty sections, window fallback."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,24 @@ def test_a_text_repeated_in_a_document_is_stored_at_most_eight_times(tok, caplog
     assert all(lines[c.chunk_start_line - 1] == para for c in valves + seals)
     assert len({c.chunk_start_line for c in valves}) == 8
     assert "pump: 32 chunks repeat a text already chunked 8 times" in caplog.text
+
+
+def test_fallback_windows_over_one_long_line_are_chunks_of_one_node(tok):
+    # A document without headings whose paragraphs are lines longer than a window: the windows
+    # over one line point at the same lines, so they are one node (one search result); the
+    # flat baseline (strategy: windows) keeps a node per window.
+    words = " ".join(f"word{i}" for i in range(600))
+    text = f"{words}\n\nA short closing line.\n"
+    tree = build_tree(text, "notes")
+    config = ChunkingConfig(window_tokens=64, window_overlap_tokens=8)
+    chunks = chunk_document(tree, text, tok, config)
+    first = [c for c in chunks if c.end_line == 1]
+    assert len(first) > 3 and {c.node_id for c in first} == {"w0001"}
+    assert [c.chunk_index for c in first] == list(range(len(first)))
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+    assert [c.node_id for c in chunks if c.end_line > 1] == ["w0002"]  # the next range, numbered on
+    flat = chunk_document(tree, text, tok, dataclasses.replace(config, strategy="windows"))
+    assert len({c.node_id for c in flat}) == len(flat)
 
 
 # -- tables embedded as text (issue 13) and their pointers ----------------------------------

@@ -796,3 +796,16 @@ def test_a_document_of_one_repeated_text_changes_nothing_for_other_questions(mak
         for k in (1, 3):
             want = [(s.doc_id, s.node_id) for s in Retriever(plain).retrieve(q, k=k)]
             assert [(s.doc_id, s.node_id) for s in Retriever(noisy).retrieve(q, k=k)] == want, (q, k)
+
+
+def test_a_long_line_without_headings_is_returned_once(make_index, tmp_path):
+    # A heading-less file whose paragraph is one line of several windows: a fresh user got the
+    # same citation six times in ten results. Each line range comes back once.
+    doc = tmp_path / "notes.md"
+    para = " ".join(f"The chiaroscuro painter number {i} worked in Naples." for i in range(80))
+    doc.write_text(f"{para}\n\nThe gallery closes at six.\n\nTickets cost ten euros.\n")
+    idx = make_index()
+    assert not idx.ingest([doc], show_progress=False).failed
+    got = Retriever(idx).retrieve("Who painted with chiaroscuro?", k=10)
+    ranges = [(s.start_line, s.end_line) for s in got]
+    assert len(ranges) == len(set(ranges)) and (1, 1) in ranges
