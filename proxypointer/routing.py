@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -236,9 +237,20 @@ class _Titles:
     counts: Counter[str]  # normalized title -> live documents with it
 
 
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+#: Markdown emphasis and code markers a heading's stored title keeps (``The *Green* Manual``);
+#: an underscore inside a word (``AMERICANWATERWORKS_2020_10K``) stays.
+_MARKUP = re.compile(r"[*`]|(?<!\w)_+|_+(?!\w)")
+
+
 def _normal(text: str) -> str:
-    """Lower-case text with runs of whitespace collapsed (for finding a title in a query)."""
-    return " ".join(text.lower().split())
+    """Return text as a title is compared with a query: :func:`_normal_chars`, lower case, spaces collapsed."""
+    return " ".join(_normal_chars(text).lower().split())
+
+
+def _normal_chars(text: str) -> str:
+    """Return text in Unicode NFKC, with straight quotes and without emphasis markers."""
+    return _MARKUP.sub("", unicodedata.normalize("NFKC", text).translate(_QUOTES))
 
 
 def strip_titles(query: str, titles: Sequence[str]) -> str:
@@ -247,9 +259,9 @@ def strip_titles(query: str, titles: Sequence[str]) -> str:
     Returns:
         The query without the titles; the query itself when nothing else would be left.
     """
-    out = query
+    out = _normal_chars(query)
     for t in titles:
-        pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in t.split()) + r"(?!\w)"
+        pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in _normal(t).split()) + r"(?!\w)"
         out = re.sub(pattern, " ", out, count=1, flags=re.IGNORECASE)
     out = " ".join(out.split()).strip(" .:;,-")
     return out or query

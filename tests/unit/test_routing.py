@@ -81,3 +81,22 @@ def test_the_named_title_is_removed_as_whole_words_only():
         "Smart History vs : who used chiaroscuro?"
     )
     assert strip_titles("Fire Safety Procedures. Where do we meet?", ["fire safety procedures"]) == "Where do we meet?"
+
+
+def test_a_title_is_named_whatever_its_markup_quotes_or_unicode_form(make_index, tmp_path):
+    import unicodedata
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "green.md").write_text("# The *Green* Manual\n\n## Ferns\n\nWater ferns weekly.\n")
+    (corpus / "cafe.md").write_text(unicodedata.normalize("NFD", "# Café Opening Guide\n\n## Hours\n\nOpen at 7.\n"))
+    (corpus / "quote.md").write_text("# The \u201cNorth\u201d Site Notes\n\n## Gate\n\nThe key is in the box.\n")
+    for name in ("a", "b"):
+        (corpus / f"{name}.md").write_text(f"# Other Document {name}\n\n## Ferns\n\nNothing about ferns.\n")
+    idx = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(title_routing_docs=2)))
+    assert not idx.ingest([corpus], show_progress=False).failed
+    router = TitleRouter(idx)
+    route = router.route("The Green Manual: how often are ferns watered?", None)
+    assert route.named == ("green",) and route.query == "how often are ferns watered?"
+    assert router.route(unicodedata.normalize("NFC", "Café Opening Guide: when does it open?"), None).named == ("cafe",)
+    assert router.route('The "North" Site Notes: where is the key?', None).named == ("quote",)
