@@ -184,13 +184,13 @@ class TitleRouter:
         ]
         if not candidates:
             return []
-        titles = self._titles_entry()
+        titles = self._titles_entry()  # a writer may have moved it on since ``best``: look ids up with get
         allowed = None if where is None else filter_doc_ids(where)
         if allowed is None:
             in_scope = titles.counts
         else:
             in_scope = Counter(titles.normal[d] for d in set(allowed) if d in titles.normal)
-        return [(d, t) for d, t in candidates if in_scope[titles.normal[d]] == 1]
+        return [(d, t) for d, t in candidates if d in titles.normal and in_scope[titles.normal[d]] == 1]
 
     def _title_docs(self, query: str, where: dict[str, Any] | None) -> list[tuple[str, str]]:
         """``(doc_id, title)`` of the documents whose titles best match the query (BM25), best first.
