@@ -14,6 +14,7 @@ summary line that follows).
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -31,19 +32,24 @@ def _terminal() -> bool:
         return False
 
 
+#: ANSI control sequences tqdm writes to place bars (cursor up, ``\x1b[A``).
+_CURSOR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 class _LogLines:
     r"""A bar's stream in a log: each redraw written as a line of its own, ``\r`` left out.
 
     tqdm draws ``"\r" + bar + padding`` and, when the bar closes, clears it with spaces or
     ends its line; in a file that makes one physical line of every copy, with the next log
-    record glued to its end. Writes that hold nothing but blanks are dropped.
+    record glued to its end. Cursor moves (a bar at ``position`` 1 moves up after drawing)
+    are left out too, and writes that hold nothing but blanks are dropped.
     """
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        line = text.replace("\r", "").rstrip()
+        line = _CURSOR.sub("", text.replace("\r", "")).rstrip()
         if line:
             self._stream.write(line + "\n")
         return len(text)

@@ -58,3 +58,19 @@ def test_tick_redraws_only_when_the_interval_has_passed(monkeypatch):
 def test_a_closed_or_missing_stderr_counts_as_a_log(monkeypatch):
     monkeypatch.setattr(progress.sys, "stderr", None)
     assert progress_bar(total=1, file=io.StringIO()).mininterval == LOG_INTERVAL_S
+
+
+def test_a_log_gets_no_cursor_moves_from_a_second_bar(monkeypatch):
+    # the Ray runner draws documents at position 0 and chunks at position 1; tqdm moves the
+    # cursor up after drawing the second, which a log would keep as a line of "\x1b[A"
+    log = io.StringIO()
+    monkeypatch.setattr(progress.sys, "stderr", log)
+    docs = progress_bar(total=2, desc="documents", unit="doc", position=0, file=log)
+    chunks = progress_bar(total=0, desc="chunks", unit="chunk", position=1, file=log)
+    chunks.total += 4
+    chunks.update(4)
+    docs.update(2)
+    chunks.close()
+    docs.close()
+    assert "\x1b" not in log.getvalue()
+    assert all(line.startswith(("documents: ", "chunks: ")) for line in log.getvalue().splitlines())
