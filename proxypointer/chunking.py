@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 #: paragraph repeated inside a section twice). Chroma's HNSW graph links each vector to its
 #: 16 nearest (``M``), and identical vectors are each other's nearest: 3,125 copies of one
 #: chunk (a file of one word repeated) formed a clique that the search could not leave, and
-#: the nearest 136 chunks of any question were theirs (docs/evaluation.md, routing round).
+#: the nearest 136 chunks of a question about parental pay were theirs (docs/evaluation.md, routing round).
 #: Half of ``M`` leaves room for links out.
 REPEATED_CHUNKS_KEPT = 8
 

@@ -239,7 +239,8 @@ class _Titles:
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 #: Markdown emphasis and code markers a heading's stored title keeps (``The *Green* Manual``);
-#: an underscore inside a word (``AMERICANWATERWORKS_2020_10K``) stays.
+#: an underscore inside a word (``AMERICANWATERWORKS_2020_10K``, a file name as title) stays,
+#: which is why :func:`proxypointer.titles.plain_title` (it drops every ``_``) is not used here.
 _MARKUP = re.compile(r"[*`]|(?<!\w)_+|_+(?!\w)")
 
 
