@@ -14,7 +14,10 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["FILTER_FIELDS", "SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids", "matches_where"]
+__all__ = [
+    "FILTER_FIELDS", "FILTER_FIELD_TYPES", "SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids",
+    "matches_where",
+]
 
 #: The chunk metadata fields a filter can name: every field Chroma stores with a chunk
 #: (:func:`proxypointer.store.chunk_metadata`; a test keeps the two in step). A filter on any
@@ -26,6 +29,19 @@ FILTER_FIELDS = (
     "chunk_page_start", "chunk_page_end",
 )
 _FIELDS = frozenset(FILTER_FIELDS)
+
+#: The type of each field's stored value: ``str``, ``int`` (a number: Chroma matches ``2.0``
+#: to a stored ``2``) or ``bool``. A value of another type matches nothing in Chroma (``"2"``
+#: is not ``2``, ``1`` is not ``True``) while Python's ``==`` says ``True == 1``, so the lexical
+#: path would disagree with the dense one: such a value is refused by :func:`check_where`.
+FILTER_FIELD_TYPES: dict[str, type] = {
+    name: (int if name in {"chunk_index", "level", "start_line", "end_line", "body_end_line", "chunk_start_line",
+                           "chunk_end_line", "n_tokens", "page_start", "page_end", "chunk_page_start",
+                           "chunk_page_end"}
+           else bool if name == "empty_body" else str)
+    for name in FILTER_FIELDS
+}
+_TYPE_NAMES = {str: "a string", int: "a number", bool: "true or false"}
 
 #: Metadata filter operators honoured by every search path (Chroma, the exact search, lexical
 #: hits and title routing), with Chroma's meaning.
@@ -54,7 +70,8 @@ def check_where(where: dict[str, Any] | None, *, where_name: str = "where") -> d
 
     Raises:
         ConfigError: Naming the operator or value that is not supported, and the supported
-            operators; or a field outside :data:`FILTER_FIELDS`, and those fields.
+            operators; a field outside :data:`FILTER_FIELDS`, and those fields; or a value
+            of another type than the field's (:data:`FILTER_FIELD_TYPES`: ``{"level": "2"}``).
     """
     if where is None:
         return None
@@ -89,16 +106,34 @@ def _check_clause(key: str, value: Any, where_name: str) -> dict[str, Any]:
         if op in ("$in", "$nin") and not isinstance(arg, (list, tuple)):
             raise ConfigError(f"{where_name}.{key}: {op} expects a list, got {arg!r}")
         clause = {key: {op: list(arg) if op in ("$in", "$nin") else arg}}
+        values = list(arg) if op in ("$in", "$nin") else [arg]
     elif not isinstance(value, (str, int, float, bool)):
         raise ConfigError(f"{where_name}.{key}: expected a str, int, float or bool, got {value!r}")
     else:
         clause = {key: value}
+        values = [value]
     if key not in _FIELDS:
         raise ConfigError(
             f"{where_name}: no chunk has the field {key!r}, so the filter would match nothing;"
             f" fields: {', '.join(FILTER_FIELDS)}"
         )
+    kind = FILTER_FIELD_TYPES[key]
+    for v in values:
+        if not _of_type(v, kind):
+            raise ConfigError(
+                f"{where_name}.{key}: {key} is {_TYPE_NAMES[kind]} in every chunk, so {v!r} would match"
+                f" nothing; write {key!r} with {_TYPE_NAMES[kind]}"
+            )
     return clause
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    """Whether a filter value can equal a stored value of this type (``bool`` is no number)."""
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
 
 
 def matches_where(metadata: dict[str, Any], where: dict[str, Any] | None) -> bool:

@@ -8,6 +8,7 @@ import pytest
 
 from proxypointer.errors import ConfigError
 from proxypointer.filters import (
+    FILTER_FIELD_TYPES,
     FILTER_FIELDS,
     SUPPORTED_OPERATORS,
     check_where,
@@ -80,4 +81,31 @@ def test_the_filter_fields_are_the_stored_chunk_metadata():
     c = Chunk(chunk_id="d::v1::n::0000", doc_id="d", doc_hash="h" * 64, version="v1", node_id="n", chunk_index=0,
               kind="heading", title="T", level=2, parent_id="", breadcrumb=("Doc", "T"), start_line=1, end_line=2,
               body_end_line=2, chunk_start_line=2, chunk_end_line=2, text="x", embed_text="Doc > T\nx", n_tokens=5)
-    assert set(chunk_metadata(c, "d.md")) == set(FILTER_FIELDS)
+    metadata = chunk_metadata(c, "d.md")
+    assert set(metadata) == set(FILTER_FIELDS)
+    assert {k: type(v) for k, v in metadata.items()} == FILTER_FIELD_TYPES
+
+
+def test_a_value_of_another_type_than_its_field_is_refused(make_index):
+    # {"level": "2"} matched nothing in Chroma, silently; {"empty_body": 1} matched nothing in
+    # Chroma but every empty chunk on the lexical path (Python's True == 1)
+    with pytest.raises(ConfigError, match=r"where\.level: level is a number in every chunk, so '2' would match"):
+        check_where({"level": "2"})
+    with pytest.raises(ConfigError, match=r"empty_body is true or false.*so 1 would"):
+        check_where({"empty_body": 1})
+    with pytest.raises(ConfigError, match=r"level is a number.*so True"):
+        check_where({"level": {"$ne": True}})
+    with pytest.raises(ConfigError, match=r"doc_id is a string.*so 7 would"):
+        check_where({"doc_id": {"$in": ["a", 7]}})
+    with pytest.raises(ConfigError, match=r"kind is a string"):
+        check_where({"$or": [{"doc_id": "a"}, {"kind": 1}]})
+    # a float equals a stored int in Chroma and in Python
+    assert check_where({"level": 2.0}) == {"level": 2.0}
+    assert check_where({"empty_body": False, "page_start": {"$in": [1, 2]}})
+    from proxypointer.retrieval import Retriever
+
+    idx = make_index()
+    assert not idx.ingest([DATA], show_progress=False).failed
+    with pytest.raises(ConfigError, match="level is a number"):
+        Retriever(idx).retrieve("parental leave", k=3, where={"level": "2"})
+    assert Retriever(idx).retrieve("parental leave", k=3, where={"level": 2.0})
