@@ -611,7 +611,10 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
     index = _open_index(args)
     # a citation's form names the document too (`employee-handbook.md` for `employee-handbook`)
-    doc_ids, _unknown = Retriever(index).resolve_doc_ids(args.doc_ids)
+    doc_ids, unknown = Retriever(index).resolve_doc_ids(args.doc_ids)
+    if unknown:  # the others are still deleted; the exit status says not all were
+        names = ", ".join(repr(d) for d in unknown)
+        print(f"error: no document {names} in the store; `proxypointer status --docs` lists them", file=sys.stderr)
     removed = index.delete(doc_ids)
     print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
     return 0 if len(removed) == len(args.doc_ids) else 1

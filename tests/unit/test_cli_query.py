@@ -164,7 +164,9 @@ def test_delete_takes_the_citation_form(cli, capsys, tmp_path, fake_embedder):
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
         assert not index.ingest([DATA / "employee-handbook.md"], show_progress=False).failed
     assert cli(["delete", "employee-handbook.md", "no-such-doc", "--store", str(root)]) == 1
-    assert capsys.readouterr().out == "deleted 1 of 2 documents\n"
+    out = capsys.readouterr()
+    assert out.out == "deleted 1 of 2 documents\n"
+    assert out.err.startswith("error: no document 'no-such-doc' in the store; `proxypointer status --docs` lists them")
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
         assert index.registry.get("employee-handbook") is None
 
