@@ -630,19 +630,33 @@ class Retriever:
         """
         return self._section(hit, hit, score, rank_score, tuple(group) or (hit,))
 
+    def _source_path(self, metadata: dict[str, Any]) -> str:
+        """Return the file a hit's document is now read from: the registry's path for that content.
+
+        A chunk's ``source`` metadata is the path at the time it was embedded; a folder moved
+        and ingested again keeps the chunks (same content) and updates only the registry, so
+        the registry's path wins while it records the same content (``doc_hash``).
+        """
+        stored = str(metadata.get("source", ""))
+        record = self.index.registry.get(str(metadata.get("doc_id", "")))
+        if record is not None and record.doc_hash == metadata.get("doc_hash") and record.source_path:
+            return record.source_path
+        return stored
+
     def _section(self, section: Hit, chunk: Hit, score: float, rank_score: float,
                  group: Sequence[Hit] = (), reached_via: str = "", tail: bool = False,
                  room: int | None = None) -> Section:
         m, c = section.metadata, chunk.metadata
         start, end = int(m["start_line"]), int(m["end_line"])
         lines = self.source_lines(m["doc_hash"])
+        source = self._source_path(m)
         delivery = None
         if self.config.subtree_cap_tokens > 0:
             live = self.ranker.trees.get(m["doc_id"], m.get("version"))
             node = live.node(m["node_id"]) if live is not None else None
             own = [h for h in (chunk, *group) if h.metadata.get("node_id") == m["node_id"]]
             delivery = self.deliver(
-                m["doc_hash"], m["doc_id"], str(m.get("source", "")), start, end,
+                m["doc_hash"], m["doc_id"], source, start, end,
                 node.body_end_line if node is not None else int(m.get("body_end_line", end)),
                 live.tree.children(node.node_id) if node is not None else (),
                 own,
@@ -660,7 +674,7 @@ class Retriever:
             start_line=start,
             end_line=end,
             lines=lines,
-            source=str(m.get("source", "")),
+            source=source,
             score=score,
             rank_score=rank_score,
             chunk_id=chunk.chunk_id,

@@ -809,3 +809,23 @@ def test_a_long_line_without_headings_is_returned_once(make_index, tmp_path):
     got = Retriever(idx).retrieve("Who painted with chiaroscuro?", k=10)
     ranges = [(s.start_line, s.end_line) for s in got]
     assert len(ranges) == len(set(ranges)) and (1, 1) in ranges
+
+
+def test_a_moved_folder_ingested_again_cites_the_new_path(make_index, tmp_path):
+    # a fresh user moved their corpus and ingested it again: "2 unchanged", `status` showed the
+    # new path, but every hit still named the old one, a file that no longer existed
+    import shutil
+
+    from proxypointer.retrieval import Retriever
+
+    old = tmp_path / "corpus"
+    shutil.copytree(DATA, old)
+    idx = make_index()
+    assert not idx.ingest([old], show_progress=False).failed
+    new = tmp_path / "corpus-moved"
+    old.rename(new)
+    report = idx.ingest([new], show_progress=False)
+    assert not report.failed and not report.indexed
+    sections = Retriever(idx).retrieve("parental leave", k=3)
+    assert sections and all(s.source.startswith(str(new) + "/") for s in sections)
+    assert all(__import__("pathlib").Path(s.source).is_file() for s in sections)
