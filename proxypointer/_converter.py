@@ -82,11 +82,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CONVERTER_MIN_FOOTERS",
     "CONVERTER_MIN_ROW_HEADINGS",
+    "OUTLINE_DUPLICATE_LINES",
     "TITLE_LINE_MAX_REPEATS",
     "HeadingReport",
     "apply_converter_modes",
     "detect_converter_output",
     "flatten_levels",
+    "outline_levels",
     "relevel_filing",
     "title_line_candidates",
 ]
@@ -468,6 +470,63 @@ def _table_like(lines: list[str], a: int, b: int, empty: bool = True) -> bool:
     return figures >= STATEMENT_MIN_FIGURE_SHARE * words
 
 
+#: Lines after an outline heading within which a text heading with a matching title is the
+#: same heading written twice (the converter's guess beside the bookmark), not a section.
+OUTLINE_DUPLICATE_LINES = 6
+
+
+def outline_levels(headings: list[Heading]) -> list[Heading]:
+    """Levels when a PDF's outline was written into the text (source ``outline``).
+
+    Outline headings keep the level they were written with (their bookmark depth), except
+    in a flat outline (every entry at one level) of a filing, whose parts, items and notes
+    are re-levelled from their labels (:func:`relevel_filing`). Every other heading nests
+    under the outline heading before it (its anchor) at the anchor's level + 1 + the rank
+    of its own level among the other headings under that anchor, so their relative nesting
+    is kept; at most 6. A text heading whose title matches the outline heading at most
+    :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice.
+
+    Args:
+        headings: Headings in line order, some of source ``outline``.
+
+    Returns:
+        The headings re-levelled, duplicates dropped.
+    """
+    from .outline import title_match
+
+    outline = [h for h in headings if h.source == "outline"]
+    fixed = {h.line: h.md_level for h in outline}
+    if len({h.md_level for h in outline}) == 1:
+        fixed = {h.line: h.level for h in relevel_filing(outline)}
+    kept: list[Heading] = []
+    anchor: Heading | None = None
+    for h in headings:
+        if h.source == "outline":
+            anchor = h
+        elif (anchor is not None and h.line - anchor.line <= OUTLINE_DUPLICATE_LINES
+              and title_match(h.title, anchor.title)):
+            continue
+        kept.append(h)
+    anchor_line = 0
+    under: dict[int, list[Heading]] = {}
+    for h in kept:
+        if h.source == "outline":
+            anchor_line = h.line
+        else:
+            under.setdefault(anchor_line, []).append(h)
+    ranks = {a: sorted({h.level for h in hs}) for a, hs in under.items()}
+    out: list[Heading] = []
+    anchor_line = 0
+    for h in kept:
+        if h.source == "outline":
+            anchor_line = h.line
+            level = fixed[h.line]
+        else:
+            level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
+        out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), h.title, h.md_level, h.source))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class HeadingReport:
     """What the converter-output modes did to one document.
@@ -557,7 +616,9 @@ def apply_converter_modes(
     if not reason:
         rules = ()
     drop = "drop_row_headings" in rules
-    keep: Callable[[Heading], bool] = (lambda h: not is_row_or_furniture(h.title)) if drop else (lambda h: True)
+    keep: Callable[[Heading], bool] = (
+        (lambda h: h.source == "outline" or not is_row_or_furniture(h.title)) if drop else (lambda h: True)
+    )
     found = list(headings)
     if config.html_headings:
         found = sorted(found + _html_headings(tokens), key=lambda h: h.line)
@@ -601,6 +662,8 @@ def apply_converter_modes(
     title_line = 0
     if "flatten_levels" in rules:
         found, title_line = flatten_levels(found, lines)
+    if any(h.source == "outline" for h in found):
+        found = outline_levels(found)
     relevelled = sum(1 for h in found if h.md_level and h.level != h.md_level)
     report = HeadingReport(reason, rules, tuple(dropped), tuple(h for h in found if h.source == "title"),
                            relevelled, title_line)

@@ -21,6 +21,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .outlinetext import is_outline_heading
 from .titles import heading_title
 
 if TYPE_CHECKING:
@@ -43,8 +44,9 @@ class Heading:
             (``{#id}``); other inline markup kept as written.
         md_level: Level as written: the ``#`` count or setext level, N of an ``<hN>`` line,
             0 for bold, numbered and title lines (re-levelling changes ``level``, not this).
-        source: ``atx``, ``setext`` or the converter mode that found it (``bold``,
-            ``numbered``, ``html``, ``title``).
+        source: ``atx``, ``setext``, ``outline`` (an ATX heading written from a PDF's
+            bookmarks, marked ``{.outline}``: :mod:`proxypointer.outlinetext`) or the
+            converter mode that found it (``bold``, ``numbered``, ``html``, ``title``).
 
     """
 
@@ -163,5 +165,7 @@ def top_level_headings(tokens: list[Token]) -> tuple[list[Heading], int]:
             if title:
                 level = int(tok.tag[1])
                 source = "setext" if tok.markup in ("=", "-") else "atx"
+                if is_outline_heading(tokens[i + 1].content):
+                    source = "outline"
                 headings.append(Heading(tok.map[0] + 1, tok.map[1], level, title, level, source))
     return headings, front_matter_end

@@ -579,6 +579,9 @@ class PDFConfig:
         java_heap_mb: Largest Java heap of each converter JVM (``-Xmx``), MiB; 0: the JVM's
             default (a quarter of the memory) with one worker, 1024 MiB each with more
             (``pdf.AUTO_HEAP_MB``).
+        bookmarks: Use the PDF's bookmarks (its outline) as its tree: each entry becomes a
+            heading on its page, at its depth, and the headings the converter found nest
+            below it (:mod:`proxypointer.outlinetext`). Off: the converter's headings alone.
     """
 
     converter: str = "opendataloader"
@@ -588,6 +591,7 @@ class PDFConfig:
     include_header_footer: bool = False
     use_struct_tree: bool = False
     java_heap_mb: int = 0
+    bookmarks: bool = True
 
     def __post_init__(self) -> None:
         _check(

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKDOWN_SUFFIXES",
+    "OUTLINE_VERSION",
     "PAGES_VERSION",
     "PDF_SUFFIXES",
     "MarkdownReader",
@@ -66,6 +67,9 @@ logger = logging.getLogger(__name__)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 #: File suffixes read as PDF (lower case).
 PDF_SUFFIXES = (".pdf",)
+#: Version of how a PDF's bookmarks become headings (:mod:`proxypointer.outlinetext`); part of
+#: the source key of a PDF read with ``pdf.bookmarks`` on.
+OUTLINE_VERSION = 1
 #: Version of how page markers become a page map and empty lines; part of the source key of a
 #: markdown file with page markers, so that a store built before pages were read re-reads it.
 PAGES_VERSION = 1
@@ -380,23 +384,53 @@ class PDFReader:
             return None
         return f"PDF input needs the pdf extra ({', '.join(absent)} not installed): {PDF_INSTALL}"
 
-    def source_key(self, data: bytes, path: str) -> str:
-        """Conversion key of these bytes with this converter (no conversion).
-
-        Raises:
-            MissingDependencyError: If the converter is not installed (names the file).
-        """
+    def _conversion_key(self, data: bytes, path: str) -> str:
         try:
             return self.converter.key(hashlib.sha256(data).hexdigest())
         except MissingDependencyError as err:
             raise MissingDependencyError(f"{path}: not indexed: {err}") from err
 
-    def _result(self, markdown: str, key: str) -> ReadResult:
+    def source_key(self, data: bytes, path: str) -> str:
+        """Conversion key of these bytes with this converter (no conversion).
+
+        With ``pdf.bookmarks`` on, the key also covers :data:`OUTLINE_VERSION`, so that a
+        store built before bookmarks were read reads the file again.
+
+        Raises:
+            MissingDependencyError: If the converter is not installed (names the file).
+        """
+        key = self._conversion_key(data, path)
+        if not self.config.bookmarks:
+            return key
+        return hashlib.sha256(json.dumps([key, "outline", OUTLINE_VERSION]).encode("utf-8")).hexdigest()
+
+    def _result(self, markdown: str, key: str, data: bytes | None = None, path: str = "") -> ReadResult:
         text = normalise_text(markdown)
         if text and not text.endswith("\n"):
             text += "\n"
-        stored, line_pages = with_pages(text, page_map(split_lines(text), self.converter.marker_style))
+        lines = split_lines(text)
+        pages = page_map(lines, self.converter.marker_style)
+        if self.config.bookmarks and data is not None and pages.has_pages:
+            text, pages = self._with_outline(lines, pages, data, path)
+        stored, line_pages = with_pages(text, pages)
         return ReadResult(stored, key, line_pages)
+
+    def _with_outline(self, lines: list[str], pages: PageMap, data: bytes, path: str) -> tuple[str, PageMap]:
+        """Write the PDF's bookmarks into its converted lines (:func:`~proxypointer.outlinetext.apply_outline`)."""
+        from .outline import pdf_outline
+        from .outlinetext import apply_outline
+
+        try:
+            outline = pdf_outline(path, data)
+        except DocumentError as err:
+            logger.warning("%s; its bookmarks are not used", err)
+            return "\n".join(lines) + "\n", pages
+        if not outline.entries:
+            return "\n".join(lines) + "\n", pages
+        new, placed, inserted = apply_outline(lines, pages.line_pages, outline, pages.marker_lines)
+        logger.info("%s: tree from its %d bookmarks (%d on their lines, %d inserted)",
+                    path, len(outline), placed, inserted)
+        return "\n".join(new) + "\n", page_map(new, self.converter.marker_style)
 
     def read(self, data: bytes, path: str) -> ReadResult:
         """Convert one PDF (one converter run; :meth:`read_many` converts many at once).
@@ -432,17 +466,22 @@ class PDFReader:
 
         out: list[ReadResult | ProxyPointerError | None] = [None] * len(paths)
         keys: list[str] = [""] * len(paths)
+        conv_keys: list[str] = [""] * len(paths)
+        pdf_bytes: list[bytes | None] = [None] * len(paths)  # kept only to read bookmarks
         todo: list[int] = []
         for i, path in enumerate(paths):
             try:
                 raw = read_bytes(path) if data is None else data[i]
                 keys[i] = self.source_key(raw, path)
+                conv_keys[i] = self._conversion_key(raw, path)
             except ProxyPointerError as err:
                 out[i] = err
                 continue
-            cached = self.cache.get(keys[i]) if self.cache is not None else None
+            if self.config.bookmarks:
+                pdf_bytes[i] = raw
+            cached = self.cache.get(conv_keys[i]) if self.cache is not None else None
             if cached is not None:
-                out[i] = self._result(cached, keys[i])
+                out[i] = self._result(cached, keys[i], pdf_bytes[i], str(path))
             else:
                 todo.append(i)
         if todo:
@@ -463,7 +502,7 @@ class PDFReader:
                         out[i] = failed[p]
                         continue
                     conv = by_path[p]
-                    result = self._result(conv.markdown, conv.key)
+                    result = self._result(conv.markdown, keys[i], pdf_bytes[i], p)
                     if self.cache is not None:
                         try:
                             self.cache.put(conv.key, conv.markdown, document_hash(result.text)[:16])

@@ -105,3 +105,36 @@ def write_truncated(path: Path, source: Path) -> Path:
     data = source.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     return path
+
+
+#: Bookmarks of :func:`write_bookmarked`: (title, 1-based page, level 0 = outermost), as
+#: reportlab's ``addOutlineEntry`` takes them.
+BOOKMARKS: list[tuple[str, int, int]] = [
+    ("Business Overview", 1, 0),
+    ("Risk Factors", 1, 1),
+    ("Financial Statements", 3, 0),
+    ("Notes to the Statements", 3, 1),
+]
+
+
+def write_bookmarked(path: Path, bookmarks: list[tuple[str, int, int]] | None = None) -> Path:
+    """The report of :func:`write_report` with an outline (PDF bookmarks) pointing at its pages."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    marks = bookmarks if bookmarks is not None else BOOKMARKS
+    c = canvas.Canvas(str(path), pagesize=letter, invariant=1)
+    for number, lines in enumerate(REPORT_PAGES, 1):
+        for n, (_, page, _) in enumerate(marks):
+            if page == number:
+                c.bookmarkPage(f"b{n}")  # one destination per entry: reportlab keys entries by it
+        y = 700
+        for kind, text in lines:
+            c.setFont("Helvetica-Bold" if kind == "h" else "Helvetica", 18 if kind == "h" else 11)
+            c.drawString(72, y, text)
+            y -= 34 if kind == "h" else 20
+        c.showPage()
+    for n, (title, _, level) in enumerate(marks):
+        c.addOutlineEntry(title, f"b{n}", level=level)
+    c.save()
+    return path

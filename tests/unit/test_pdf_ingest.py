@@ -19,7 +19,7 @@ pytest.importorskip("pypdf", reason="pypdf (extra pdf) counts the pages of the t
 from fakes import FakePDFConverter  # noqa: E402
 from pdfdocs import write_encrypted, write_report, write_scanned, write_zero_pages  # noqa: E402
 
-from proxypointer.config import PagesConfig, ProxyPointerConfig, TreeConfig  # noqa: E402
+from proxypointer.config import PagesConfig, PDFConfig, ProxyPointerConfig, TreeConfig  # noqa: E402
 from proxypointer.context import Assembler  # noqa: E402
 from proxypointer.readers import PDFReader  # noqa: E402
 from proxypointer.retrieval import Retriever, format_citation  # noqa: E402
@@ -323,11 +323,13 @@ def test_format_citation_forms():
 def test_conversion_key_is_the_source_key(tmp_path):
     pdf = write_report(tmp_path / "r.pdf")
     conv = FakePDFConverter({"r.pdf": REPORT_MD})
-    reader = PDFReader(converter=conv)
     data = pdf.read_bytes()
     import hashlib
 
-    assert reader.source_key(data, str(pdf)) == conv.key(hashlib.sha256(data).hexdigest())
+    plain = PDFReader(dataclasses.replace(PDFConfig(), bookmarks=False), converter=conv)
+    assert plain.source_key(data, str(pdf)) == conv.key(hashlib.sha256(data).hexdigest())
+    reader = PDFReader(converter=conv)  # bookmarks on: the key covers how they are read
+    assert reader.source_key(data, str(pdf)) != plain.source_key(data, str(pdf))
     result = reader.read(data, str(pdf))
     assert result.source_key == reader.source_key(data, str(pdf))
     assert len(result.pages) == len(REPORT_MD.splitlines()) and result.pages[-1] == 3

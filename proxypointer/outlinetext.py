@@ -1,0 +1,164 @@
+r"""Write a PDF's outline (its bookmarks) into the converted markdown as headings.
+
+When a PDF carries bookmarks, they are its authors' own tree: titles, nesting and the page
+each section starts on. A converter's markdown loses them (its headings are guesses from font
+sizes). :func:`apply_outline` puts them back: each entry is aligned to a line of its page
+(:func:`proxypointer.outline.title_match`; entries in order, each line once,
+:func:`proxypointer.outline.align_monotone`) and that line becomes an ATX heading of the
+entry's level, marked with the attribute list ``{.outline}``::
+
+    ## Item 7. Management's Discussion and Analysis {.outline}
+
+The mark survives storage, so a tree rebuilt from the stored source is the same tree:
+:mod:`proxypointer._converter` keeps these headings' levels and nests every other heading
+found in the text below the outline heading before it. An entry that matches no line of its
+page (a bookmark named "Cover", or a title the converter split beyond recognition) is
+inserted as a heading line at the top of its page, after the entries placed before it.
+
+Only the converted text changes; the page of every original line stays what it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from .outline import Outline, align_monotone, match_key, title_match
+
+__all__ = ["OUTLINE_ATTRIBUTE", "OUTLINE_LINE_MAX_EXTRA_WORDS", "apply_outline", "is_outline_heading"]
+
+logger = logging.getLogger(__name__)
+
+#: Attribute list that marks a heading written from a PDF's outline.
+OUTLINE_ATTRIBUTE = "{.outline}"
+#: Most words a line may hold beyond its entry's title and still be replaced by the heading
+#: (a page number, a trailing "continued"); a longer line (the title run into its first
+#: paragraph by the converter) keeps its text, and the heading is inserted before it.
+OUTLINE_LINE_MAX_EXTRA_WORDS = 3
+
+# A title followed by a page number (1-999): a line of a printed table of contents.
+_FOLIO = re.compile(r"\D\s+\d{1,3}$")
+_OUTLINE_MARK = re.compile(r"\{[^{}]*(?<![\w-])\.outline(?![\w-])[^{}]*\}\s*$")
+# Markup around a line's text: ATX marks, a list bullet or number, a block quote, emphasis.
+_LEAD = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+(?=\D)|>\s*)?")
+
+
+def is_outline_heading(raw_heading: str) -> bool:
+    """Tell whether a heading's raw text ends in an attribute list with class ``outline``.
+
+    Example:
+        >>> is_outline_heading("Item 7. MD&A {.outline}"), is_outline_heading("Item 7 {#i7}")
+        (True, False)
+    """
+    return bool(_OUTLINE_MARK.search(raw_heading))
+
+
+def _line_text(line: str) -> str:
+    return _LEAD.sub("", line).strip()
+
+
+def _candidates(lines: Sequence[str], skip: frozenset[int]) -> list[int]:
+    """0-based lines that may hold a title: non-blank, no marker, no table row, not in code."""
+    out: list[int] = []
+    fence = ""
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if fence:
+            if s.startswith(fence):
+                fence = ""
+            continue
+        if s.startswith(("```", "~~~")):
+            fence = s[:3]
+            continue
+        if not s or i in skip or s.startswith("|") or s.startswith("<!--"):
+            continue
+        out.append(i)
+    return out
+
+
+def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outline,
+                  marker_lines: frozenset[int] = frozenset()) -> tuple[list[str], int, int]:
+    """Write outline entries into converted markdown lines as marked ATX headings.
+
+    Args:
+        lines: The converted text split into lines (``tree.split_lines``), page markers kept.
+        line_pages: 1-based page of each line (``line_pages[i]`` for line ``i + 1``), from
+            :func:`proxypointer.pages.page_map`.
+        outline: The PDF's outline (:func:`proxypointer.outline.pdf_outline`); levels above 6
+            are written as 6.
+        marker_lines: 1-based page-marker lines (never replaced).
+
+    Returns:
+        ``(lines, placed, inserted)``: the new lines, the number of entries written on a line
+        of their page, and the number inserted as new lines at the top of their page.
+    """
+    entries = outline.entries
+    if not entries:
+        return list(lines), 0, 0
+    skip = frozenset(m - 1 for m in marker_lines)
+    cands = _candidates(lines, skip)
+    by_page: dict[int, list[int]] = {}
+    for i in cands:
+        by_page.setdefault(line_pages[i], []).append(i)
+    keys = {i: match_key(_line_text(lines[i])) for i in cands}
+
+    def fits(e_title: str, i: int) -> bool:
+        text = _line_text(lines[i])
+        if _FOLIO.search(text) and not _FOLIO.search(e_title):
+            return False  # a line of a table of contents: the title, then its page number
+        if not title_match(e_title, text):
+            return False
+        # a line whose words barely overlap the title's is a sentence that mentions it
+        tk, lk = match_key(e_title), keys[i]
+        return len(lk) <= len(tk) + 12 or lk[: len(tk)] == tk
+
+    def strong(e_title: str, i: int) -> bool:
+        """Tell whether the line is the title (a few words more at most) or a heading already."""
+        extra = len(keys[i]) - len(match_key(e_title))
+        return lines[i].lstrip().startswith("#") or extra <= OUTLINE_LINE_MAX_EXTRA_WORDS
+
+    def matches(k: int) -> list[int]:
+        e = entries[k]
+        found = [i for i in by_page.get(e.page, []) if fits(e.title, i)]
+        # a line that is the title beats one that runs on ("Item 8 of this Annual Report ...")
+        best = [i for i in found if strong(e.title, i)]
+        return best or found
+
+    slot_of = align_monotone(len(entries), len(lines), matches)
+    replace: dict[int, str] = {}
+    before: dict[int, list[str]] = {}  # 0-based line -> heading lines inserted before it
+    first_of_page: dict[int, int] = {}
+    for i, p in enumerate(line_pages):
+        if i not in skip:
+            first_of_page.setdefault(p, i)
+    placed = inserted = 0
+    floor = 0  # an inserted entry goes after the line of the entry before it
+    for k, e in enumerate(entries):
+        heading = f"{'#' * min(max(e.level, 1), 6)} {e.title} {OUTLINE_ATTRIBUTE}"
+        j = slot_of[k]
+        if j >= 0:
+            placed += 1
+            extra = len(keys[j]) - len(match_key(e.title))
+            if extra > OUTLINE_LINE_MAX_EXTRA_WORDS:
+                before.setdefault(j, []).append(heading)
+            else:
+                replace[j] = heading
+            floor = j + 1
+            continue
+        at = max(first_of_page.get(e.page, len(lines)), floor)
+        nxt = next((slot_of[m] for m in range(k + 1, len(entries)) if slot_of[m] >= 0), len(lines))
+        at = min(at, nxt)
+        before.setdefault(at, []).append(heading)
+        inserted += 1
+        floor = at
+    out: list[str] = []
+    for i in range(len(lines) + 1):
+        for h in before.get(i, []):
+            out.extend(("", h, ""))
+        if i < len(lines):
+            out.append(replace.get(i, lines[i]))
+            if i in replace and i + 1 < len(lines) and lines[i + 1].strip():
+                out.append("")  # the heading ends here; the next line is text of its own
+    logger.debug("%s: %d entries on their lines, %d inserted", outline.source, placed, inserted)
+    return out, placed, inserted
