@@ -84,10 +84,13 @@ __all__ = [
     "CONVERTER_MIN_ROW_HEADINGS",
     "OUTLINE_DUPLICATE_LINES",
     "TITLE_LINE_MAX_REPEATS",
+    "LABEL_TITLE_MAX_WORDS",
     "HeadingReport",
     "apply_converter_modes",
     "detect_converter_output",
     "flatten_levels",
+    "label_line_candidates",
+    "label_title",
     "outline_levels",
     "relevel_filing",
     "title_line_candidates",
@@ -481,9 +484,11 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     Outline headings keep the level they were written with (their bookmark depth), except
     in a flat outline (every entry at one level) of a filing, whose parts, items and notes
     are re-levelled from their labels (:func:`relevel_filing`). Every other heading nests
-    under the outline heading before it (its anchor) at the anchor's level + 1 + the rank
-    of its own level among the other headings under that anchor, so their relative nesting
-    is kept; at most 6. A text heading whose title matches the outline heading at most
+    under the outline heading before it (its anchor): in a filing at the depth below the
+    anchor that :func:`relevel_filing` gives it (a note two below an item: under the notes
+    heading), elsewhere at the anchor's level + 1 + the rank of its own level among the
+    other headings under that anchor, so their relative nesting is kept; at most 6. A text
+    heading whose title matches the outline heading at most
     :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice.
 
     Args:
@@ -515,12 +520,19 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
         else:
             under.setdefault(anchor_line, []).append(h)
     ranks = {a: sorted({h.level for h in hs}) for a, hs in under.items()}
+    # In a filing, the labels say how text headings nest below an outline heading (a note under
+    # the notes heading under Item 8): their depth below it as relevel_filing would set it.
+    filing = {h.line: h.level for h in relevel_filing(kept)}
+    is_filing = sum(1 for h in kept if (lab := filing_label(h.title)) and lab[0] in ("part", "item", "note")) \
+        >= FILING_MIN_LABELS
     out: list[Heading] = []
     anchor_line = 0
     for h in kept:
         if h.source == "outline":
             anchor_line = h.line
             level = fixed[h.line]
+        elif is_filing and anchor_line:
+            level = fixed[anchor_line] + max(1, filing[h.line] - filing[anchor_line])
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
         out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), h.title, h.md_level, h.source))
@@ -564,8 +576,85 @@ def _bold_title(text_line: str) -> str:
 
 def _converter_rules(config: TreeConfig) -> tuple[str, ...]:
     return tuple(
-        key for key in ("drop_row_headings", "title_lines", "flatten_levels", "relevel_filing") if getattr(config, key)
+        key for key in ("drop_row_headings", "title_lines", "label_lines", "flatten_levels", "relevel_filing")
+        if getattr(config, key)
     )
+
+
+#: Most words of a label line's title; a longer line is the title run into its first sentence,
+#: and the heading's title keeps the label and these first words.
+LABEL_TITLE_MAX_WORDS = 14
+_LIST_MARK = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+_LABEL_HEAD = re.compile(
+    r"^(?P<label>(?:part\s+[ivx]{1,4}|item\s+\d{1,2}[a-c]?(?:\([a-z]\))?|note\s+\d{1,2}[a-z]?))"
+    r"(?P<sep>\s*[.:\-–—]\s*|\s+|$)(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_FOLIO_END = re.compile(r"\D\s+\d{1,3}$")
+
+
+def label_title(text: str) -> str:
+    """Give the heading title of a line that starts with a filing label, ``""`` when it is none.
+
+    The heading of the notes (``Notes to Consolidated Financial Statements``, at most
+    :data:`LABEL_TITLE_MAX_WORDS` words) is one. Otherwise the label (``Part II``, ``Item 7A``,
+    ``Note 14``) must stand alone or be followed by a
+    capitalised word, after optional ``.``, ``:`` or a dash: ``Item 8 of this Annual Report``
+    (a sentence wrapped onto its own line) and ``Note 3 for details`` are no titles, nor is a
+    contents line (ending in a page number). A long line keeps its first
+    :data:`LABEL_TITLE_MAX_WORDS` words: the title run into its first sentence.
+
+    Example:
+        >>> label_title("NOTE 2 - REVENUE"), label_title("Item 8 of this Annual Report on Form 10-K.")
+        ('NOTE 2 - REVENUE', '')
+    """
+    text = text.strip().replace("**", "").replace("__", "").strip()
+    if filing_label(text) == ("notes", "") and len(text.split()) <= LABEL_TITLE_MAX_WORDS and text[:1].isupper():
+        return text  # "Notes to Consolidated Financial Statements" on a line of its own
+    m = _LABEL_HEAD.match(text)
+    if not m or _FOLIO_END.search(text):
+        return ""
+    rest = m.group("rest").strip()
+    if rest and not (rest[0].isupper() or rest[0] in "\"'“‘(["):
+        return ""
+    part = m.group("label").lower().startswith("part")
+    if rest and not m.group("sep").strip() and part and rest[:4].lower() != "item":
+        return ""  # "PART I Corning Incorporated and its subsidiaries ...": a paragraph, not a title
+    words = text.split()
+    return text if len(words) <= LABEL_TITLE_MAX_WORDS else " ".join(words[:LABEL_TITLE_MAX_WORDS])
+
+
+def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset[int] = frozenset()) -> list[Heading]:
+    """Headings of the ``label_lines`` rule: list items and paragraphs that open with a label.
+
+    Only the first line of a top-level paragraph or of a list item directly in a top-level
+    list (not in a quote, a table or code) counts, and only when :func:`label_title` gives a
+    title. Their level is set later (one below the heading before them, then the filing and
+    flattening rules).
+
+    Args:
+        tokens: markdown-it block tokens of the text.
+        lines: ``split_lines`` of the text (0-based here).
+        skip: 0-based lines that are page markers or comments.
+
+    Returns:
+        Headings (source ``label``), in line order.
+    """
+    out: list[Heading] = []
+    seen: set[int] = set()
+    for i, tok in enumerate(tokens):
+        if tok.type != "paragraph_open" or not tok.map or tok.level not in (0, 2):
+            continue
+        if tok.level == 2 and not (i >= 2 and tokens[i - 1].type == "list_item_open" and tokens[i - 1].level == 1):
+            continue
+        n = tok.map[0]
+        if n in skip or n in seen:
+            continue
+        title = label_title(_LIST_MARK.sub("", lines[n]) if tok.level == 2 else lines[n])
+        if title:
+            seen.add(n)
+            out.append(Heading(n + 1, n + 1, 0, title, 0, "label"))
+    return out
 
 
 def apply_converter_modes(
@@ -639,6 +728,11 @@ def apply_converter_modes(
         ]
         found = _nested_level(found, promoted)
         logger.debug("promoted %d title lines", len(promoted))
+    if "label_lines" in rules:
+        taken = {h.line for h in found}
+        labelled = [h for h in label_line_candidates(tokens, lines, skip) if h.line not in taken]
+        found = _nested_level(found, labelled)
+        logger.debug("%d label lines made headings", len(labelled))
     if "relevel_filing" in rules:
         found = relevel_filing(found)
     standalone = (

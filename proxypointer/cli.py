@@ -135,6 +135,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list cross-references ('see Note 14'): line, label, resolved target or 'unresolved'",
     )
+    p.add_argument(
+        "--gold",
+        metavar="OUTLINE",
+        help="score the tree against a gold outline: a YAML/JSON file (titles, 1-based PDF pages, children) "
+        "or 'bookmarks' (the PDF's own; read the PDF with --config setting pdf.bookmarks: false to score "
+        "the tree it would have without them): recall, nesting, unsupported headings",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML config")
     _add_tree_flags(p)
 
@@ -466,12 +473,18 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         def page_span(node, pages=pages) -> tuple[int, int]:  # noqa: ANN001
             return pages.pages(node.start_line, node.end_line) if pages is not None else (0, 0)
 
+        if args.gold:
+            status = max(status, _print_gold(f, args.gold, tree, page_span, pages, args.json))
+            continue
         if args.check:
-            from .treecheck import check_tree
+            from .treecheck import TreeWarning, check_tree
 
             lines = split_lines(text)
             report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
             findings = check_tree(tree, lines, report=report)
+            # what the reader could not place (a printed contents' entries that match no line)
+            findings = [TreeWarning("unplaced-contents", 0, w.split(": ", 1)[-1], "note") for w in read.warnings
+                        if "printed contents" in w] + list(findings)
             n_warnings = sum(1 for w in findings if w.severity == "warning")
             if fmt == "json":
                 print(json.dumps({"file": f, "nodes": len(tree.nodes), "warnings": n_warnings,
@@ -533,6 +546,39 @@ def _cmd_tree(args: argparse.Namespace) -> int:
                     a, b = page_span(node)
                     print(f"{row}  " + (f"p. {a}" if a == b else f"pp. {a}-{b}") if a else row)
     return status
+
+
+def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int:  # noqa: ANN001
+    """Print a tree's accuracy against a gold outline; 0, or 1 when the gold cannot be read."""
+    from .errors import ProxyPointerError
+    from .outline import load_outline, pdf_outline
+    from .treescore import score_tree
+
+    try:
+        outline = pdf_outline(f) if gold == "bookmarks" else load_outline(gold)
+    except ProxyPointerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if pages is None:
+        print(f"{f}: has no pages; a gold outline's pages cannot be checked", file=sys.stderr)
+        return 1
+    s = score_tree(tree, pages.page_of, outline)
+    if as_json:
+        print(json.dumps({"file": f, "gold": outline.source, "entries": s.gold, "found": s.found,
+                          "recall": round(s.recall, 4), "nesting": round(s.nesting, 4),
+                          "nested_checked": s.nested_checked,
+                          "missing": [{"title": e.title, "page": e.page} for e in s.missing()],
+                          "misnested": [{"title": e.title, "page": e.page, "line": e.line} for e in s.misnested()],
+                          "unsupported": [{"line": ln, "title": t} for ln, t in s.unsupported]}, ensure_ascii=False))
+        return 0
+    print(f"{f} against {outline.source}: {s.summary()}")
+    for e in s.missing():
+        print(f"  missing     p. {e.page}: {e.title}")
+    for e in s.misnested():
+        print(f"  misnested   L{e.line} (p. {e.page}): {' > '.join(tree.title_path(e.node_id))}")
+    for line, title in s.unsupported:
+        print(f"  unsupported L{line} (p. {pages.page_of(line)}): {title}")
+    return 0
 
 
 def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa: ANN001

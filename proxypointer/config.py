@@ -77,6 +77,10 @@ class TreeConfig:
         title_lines: Converter rule: a stand-alone plain line that reads like a title
             (``CONSOLIDATED BALANCE SHEETS (In millions)``; ``titles.is_title_line``), alone
             between blank lines outside lists, quotes, code and tables, is a heading.
+        label_lines: Converter rule: a line (a list item or a paragraph's first line) that
+            starts with a filing's label, ``Item 7.``, ``PART II``, ``Note 14 -``, ``NOTE 2 -
+            REVENUE``, followed by a capitalised title or nothing, is a heading
+            (``_converter.label_line_candidates``); ``Item 8 of this Annual Report`` is not.
         flatten_levels: Converter rule: levels as written are ignored; every heading takes
             the depth of its numbering (``Item 7`` 1, ``Section 2.05`` 2; unnumbered 2, inside the
             numbered section before it).
@@ -96,6 +100,7 @@ class TreeConfig:
     converter_output: str = "auto"
     drop_row_headings: bool = True
     title_lines: bool = True
+    label_lines: bool = True
     flatten_levels: bool = True
     relevel_filing: bool = False
     bold_headings: bool = False
@@ -582,6 +587,9 @@ class PDFConfig:
         bookmarks: Use the PDF's bookmarks (its outline) as its tree: each entry becomes a
             heading on its page, at its depth, and the headings the converter found nest
             below it (:mod:`proxypointer.outlinetext`). Off: the converter's headings alone.
+        contents: For a PDF without bookmarks, read its printed table of contents (entries
+            ending in page numbers) and make each entry a heading where a line of its title
+            lies on its page (:mod:`proxypointer.contents`).
     """
 
     converter: str = "opendataloader"
@@ -592,6 +600,7 @@ class PDFConfig:
     use_struct_tree: bool = False
     java_heap_mb: int = 0
     bookmarks: bool = True
+    contents: bool = True
 
     def __post_init__(self) -> None:
         _check(

@@ -79,10 +79,13 @@ class Outline:
     Attributes:
         entries: The entries, parents before children.
         source: What the outline was read from (``"bookmarks of f.pdf"``, a file's path).
+        read_from: 1-based lines of the text the outline was read from (a printed table of
+            contents); they are never made headings of its entries.
     """
 
     entries: tuple[OutlineEntry, ...]
     source: str = ""
+    read_from: frozenset[int] = frozenset()
 
     def __len__(self) -> int:
         """Return the number of entries."""

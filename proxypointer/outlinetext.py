@@ -23,10 +23,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from .outline import Outline, align_monotone, match_key, title_match
+from .outline import Outline, OutlineEntry, align_monotone, match_key, title_match
 
-__all__ = ["OUTLINE_ATTRIBUTE", "OUTLINE_LINE_MAX_EXTRA_WORDS", "apply_outline", "is_outline_heading"]
+__all__ = ["OUTLINE_ATTRIBUTE", "OUTLINE_LINE_MAX_EXTRA_WORDS", "Placement", "apply_outline", "is_outline_heading"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,11 @@ def is_outline_heading(raw_heading: str) -> bool:
     return bool(_OUTLINE_MARK.search(raw_heading))
 
 
+def _contains(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
+    n = len(short)
+    return n >= 2 and any(long[i : i + n] == short for i in range(1, len(long) - n + 1))
+
+
 def _line_text(line: str) -> str:
     return _LEAD.sub("", line).strip()
 
@@ -77,26 +83,48 @@ def _candidates(lines: Sequence[str], skip: frozenset[int]) -> list[int]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What :func:`apply_outline` did.
+
+    Attributes:
+        lines: The text's lines with the outline written in.
+        placed: Entries written on a line of their page.
+        inserted: Entries inserted as new lines at the top of their page.
+        unplaced: Entries neither placed nor inserted (``insert_missing`` off), in order.
+    """
+
+    lines: list[str]
+    placed: int = 0
+    inserted: int = 0
+    unplaced: tuple[OutlineEntry, ...] = ()
+
+
 def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outline,
-                  marker_lines: frozenset[int] = frozenset()) -> tuple[list[str], int, int]:
+                  marker_lines: frozenset[int] = frozenset(), *, insert_missing: bool = True,
+                  page_slack: int = 0) -> Placement:
     """Write outline entries into converted markdown lines as marked ATX headings.
 
     Args:
         lines: The converted text split into lines (``tree.split_lines``), page markers kept.
         line_pages: 1-based page of each line (``line_pages[i]`` for line ``i + 1``), from
             :func:`proxypointer.pages.page_map`.
-        outline: The PDF's outline (:func:`proxypointer.outline.pdf_outline`); levels above 6
+        outline: The outline (PDF bookmarks, :func:`proxypointer.outline.pdf_outline`, or the
+            printed contents, :func:`proxypointer.contents.contents_outline`); levels above 6
             are written as 6.
         marker_lines: 1-based page-marker lines (never replaced).
+        insert_missing: Insert an entry that matches no line as a heading at the top of its
+            page (bookmarks: the page is the authors' word); off: report it as unplaced.
+        page_slack: Pages before or after an entry's page where its line may also lie (0 for
+            bookmarks; a printed contents' folio may be one page off where a section starts).
 
     Returns:
-        ``(lines, placed, inserted)``: the new lines, the number of entries written on a line
-        of their page, and the number inserted as new lines at the top of their page.
+        The new lines and what was placed, inserted or left.
     """
     entries = outline.entries
     if not entries:
-        return list(lines), 0, 0
-    skip = frozenset(m - 1 for m in marker_lines)
+        return Placement(list(lines))
+    skip = frozenset(m - 1 for m in marker_lines) | frozenset(n - 1 for n in outline.read_from)
     cands = _candidates(lines, skip)
     by_page: dict[int, list[int]] = {}
     for i in cands:
@@ -120,7 +148,8 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
 
     def matches(k: int) -> list[int]:
         e = entries[k]
-        found = [i for i in by_page.get(e.page, []) if fits(e.title, i)]
+        found = [i for p in range(e.page - page_slack, e.page + page_slack + 1)
+                 for i in by_page.get(p, []) if fits(e.title, i)]
         # a line that is the title beats one that runs on ("Item 8 of this Annual Report ...")
         best = [i for i in found if strong(e.title, i)]
         return best or found
@@ -133,6 +162,8 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
         if i not in skip:
             first_of_page.setdefault(p, i)
     placed = inserted = 0
+    unplaced: list[OutlineEntry] = []
+    last_line = -1  # the line of the last entry placed
     floor = 0  # an inserted entry goes after the line of the entry before it
     for k, e in enumerate(entries):
         heading = f"{'#' * min(max(e.level, 1), 6)} {e.title} {OUTLINE_ATTRIBUTE}"
@@ -145,6 +176,15 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             else:
                 replace[j] = heading
             floor = j + 1
+            last_line = j
+            continue
+        merged = last_line >= 0 and _contains(match_key(e.title), keys.get(last_line, ()))
+        if merged:  # "PART I ITEM 1. BUSINESS": this entry shares the line of the one before
+            before.setdefault(last_line + 1, []).append(heading)
+            inserted += 1
+            continue
+        if not insert_missing:
+            unplaced.append(e)
             continue
         at = max(first_of_page.get(e.page, len(lines)), floor)
         nxt = next((slot_of[m] for m in range(k + 1, len(entries)) if slot_of[m] >= 0), len(lines))
@@ -160,5 +200,6 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             out.append(replace.get(i, lines[i]))
             if i in replace and i + 1 < len(lines) and lines[i + 1].strip():
                 out.append("")  # the heading ends here; the next line is text of its own
-    logger.debug("%s: %d entries on their lines, %d inserted", outline.source, placed, inserted)
-    return out, placed, inserted
+    logger.debug("%s: %d entries on their lines, %d inserted, %d unplaced", outline.source, placed, inserted,
+                 len(unplaced))
+    return Placement(out, placed, inserted, tuple(unplaced))

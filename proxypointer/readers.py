@@ -400,9 +400,10 @@ class PDFReader:
             MissingDependencyError: If the converter is not installed (names the file).
         """
         key = self._conversion_key(data, path)
-        if not self.config.bookmarks:
+        how = [name for name in ("bookmarks", "contents") if getattr(self.config, name)]
+        if not how:
             return key
-        return hashlib.sha256(json.dumps([key, "outline", OUTLINE_VERSION]).encode("utf-8")).hexdigest()
+        return hashlib.sha256(json.dumps([key, "outline", OUTLINE_VERSION, how]).encode("utf-8")).hexdigest()
 
     def _result(self, markdown: str, key: str, data: bytes | None = None, path: str = "") -> ReadResult:
         text = normalise_text(markdown)
@@ -410,27 +411,54 @@ class PDFReader:
             text += "\n"
         lines = split_lines(text)
         pages = page_map(lines, self.converter.marker_style)
-        if self.config.bookmarks and data is not None and pages.has_pages:
-            text, pages = self._with_outline(lines, pages, data, path)
+        warnings: tuple[str, ...] = ()
+        if pages.has_pages and (self.config.bookmarks or self.config.contents):
+            text, pages, warnings = self._with_outline(lines, pages, data, path)
         stored, line_pages = with_pages(text, pages)
-        return ReadResult(stored, key, line_pages)
+        return ReadResult(stored, key, line_pages, warnings)
 
-    def _with_outline(self, lines: list[str], pages: PageMap, data: bytes, path: str) -> tuple[str, PageMap]:
-        """Write the PDF's bookmarks into its converted lines (:func:`~proxypointer.outlinetext.apply_outline`)."""
-        from .outline import pdf_outline
+    def _with_outline(
+        self, lines: list[str], pages: PageMap, data: bytes | None, path: str
+    ) -> tuple[str, PageMap, tuple[str, ...]]:
+        """Write the PDF's bookmarks, else its printed contents, into its converted lines.
+
+        Bookmarks (``pdf.bookmarks``, :func:`~proxypointer.outline.pdf_outline`) are placed on
+        their page or inserted at its top; printed contents (``pdf.contents``,
+        :func:`~proxypointer.contents.contents_outline`) only where a line of the title lies
+        within a page of the printed folio + offset, the others named in one warning.
+        """
+        from .contents import contents_outline
+        from .outline import Outline, pdf_outline
         from .outlinetext import apply_outline
 
-        try:
-            outline = pdf_outline(path, data)
-        except DocumentError as err:
-            logger.warning("%s; its bookmarks are not used", err)
-            return "\n".join(lines) + "\n", pages
-        if not outline.entries:
-            return "\n".join(lines) + "\n", pages
-        new, placed, inserted = apply_outline(lines, pages.line_pages, outline, pages.marker_lines)
-        logger.info("%s: tree from its %d bookmarks (%d on their lines, %d inserted)",
-                    path, len(outline), placed, inserted)
-        return "\n".join(new) + "\n", page_map(new, self.converter.marker_style)
+        outline = Outline(())
+        if self.config.bookmarks and data is not None:
+            try:
+                outline = pdf_outline(path, data)
+            except DocumentError as err:
+                logger.warning("%s; its bookmarks are not used", err)
+        same = "\n".join(lines) + "\n", pages, ()
+        if outline.entries:
+            got = apply_outline(lines, pages.line_pages, outline, pages.marker_lines)
+            logger.info("%s: tree from its %d bookmarks (%d on their lines, %d inserted)",
+                        path, len(outline), got.placed, got.inserted)
+        elif self.config.contents:
+            skip = frozenset(m - 1 for m in pages.marker_lines)
+            outline = contents_outline(lines, pages.line_pages, skip)
+            if not outline.entries:
+                return same
+            got = apply_outline(lines, pages.line_pages, outline, pages.marker_lines, insert_missing=False,
+                                page_slack=1)
+            logger.info("%s: %d of %d entries of its printed contents placed", path, got.placed, len(outline))
+        else:
+            return same
+        warnings: tuple[str, ...] = ()
+        if got.unplaced:
+            names = ", ".join(f"'{e.title}' (p. {e.page})" for e in got.unplaced[:5])
+            more = f" and {len(got.unplaced) - 5} more" if len(got.unplaced) > 5 else ""
+            warnings = (f"{path}: {len(got.unplaced)} of {len(outline)} entries of its printed contents match no "
+                        f"line near their page and are not headings: {names}{more}",)
+        return "\n".join(got.lines) + "\n", page_map(got.lines, self.converter.marker_style), warnings
 
     def read(self, data: bytes, path: str) -> ReadResult:
         """Convert one PDF (one converter run; :meth:`read_many` converts many at once).
@@ -478,7 +506,7 @@ class PDFReader:
                 out[i] = err
                 continue
             if self.config.bookmarks:
-                pdf_bytes[i] = raw
+                pdf_bytes[i] = raw  # kept only to read the bookmarks
             cached = self.cache.get(conv_keys[i]) if self.cache is not None else None
             if cached is not None:
                 out[i] = self._result(cached, keys[i], pdf_bytes[i], str(path))

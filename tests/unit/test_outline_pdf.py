@@ -92,7 +92,8 @@ def test_a_stored_outline_tree_is_rebuilt_the_same():
     lines = split_lines(CONVERTED)
     pm = page_map(lines)
     outline = Outline((OutlineEntry("Business Overview", 1, 1), OutlineEntry("Risk Factors", 1, 2, 0)))
-    new, placed, inserted = apply_outline(lines, pm.line_pages, outline, pm.marker_lines)
+    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines)
+    new, placed, inserted = got.lines, got.placed, got.inserted
     text = "\n".join(new) + "\n"
     assert (placed, inserted) == (2, 0)
     first = [(n.title, n.level, n.start_line) for n in build_tree(text, "r", paged=True).nodes]
@@ -110,7 +111,8 @@ def test_an_entry_not_on_its_page_is_inserted_at_the_top_of_that_page_and_toc_li
     lines = split_lines(md)
     pm = page_map(lines)
     outline = Outline((OutlineEntry("Item 1. Business", 2, 1), OutlineEntry("Item 7. Management's Discussion", 3, 1)))
-    new, placed, inserted = apply_outline(lines, pm.line_pages, outline, pm.marker_lines)
+    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines)
+    new, placed, inserted = got.lines, got.placed, got.inserted
     assert (placed, inserted) == (1, 1)
     pm2 = page_map(new)
     heads = [(i + 1, pm2.page_of(i + 1), ln) for i, ln in enumerate(new) if ln.startswith("#")]

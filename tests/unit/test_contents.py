@@ -1,0 +1,134 @@
+"""Trees of converted filings without bookmarks: the printed contents and the filing's labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxypointer.contents import contents_entries, contents_outline
+from proxypointer.outline import load_outline
+from proxypointer.outlinetext import apply_outline
+from proxypointer.pages import page_map, stored_page_map
+from proxypointer.readers import with_pages
+from proxypointer.tree import build_tree, split_lines
+from proxypointer.treescore import score_tree
+
+
+def _pages(n_pages: int, bodies: dict[int, list[str]]) -> str:
+    """Converted markdown of ``n_pages`` pages, page p holding ``bodies[p]`` (else filler)."""
+    out: list[str] = []
+    for p in range(1, n_pages + 1):
+        out += [f"<!-- page {p} -->", ""]
+        for line in bodies.get(p, [f"Text of page {p}."]):
+            out += [line, ""]
+    return "\n".join(out) + "\n"
+
+
+#: A 10-K as opendataloader writes many: a cover, a contents page whose folios are printed page
+#: numbers (PDF page = printed + 2), Items written as list items, a wrapped sentence that starts
+#: with "Item 8", a merged "PART I ITEM 1. BUSINESS" line, notes as list items.
+FILING = _pages(12, {
+    1: ["UNITED STATES SECURITIES AND EXCHANGE COMMISSION", "FORM 10-K"],
+    2: ["TABLE OF CONTENTS", "- PART I", "- Item 1. Business 1", "- Item 1A. Risk Factors 3",
+        "- Item 2. Properties 5", "PART II 6", "- Item 7. Management's Discussion and Analysis 6",
+        "- Item 8. Financial Statements and Supplementary Data 8"],
+    3: ["PART I ITEM 1. BUSINESS", "We make anvils for desert customers."],
+    5: ["- Item 1A. Risk Factors", "Anvils fall. The statements we file are described in",
+        "Item 8 of this Annual Report on Form 10-K.", "Roadrunners are fast."],
+    7: ["ITEM 2. PROPERTIES We lease a warehouse in the desert."],
+    8: ["PART II", "- Item 7. Management's Discussion and Analysis", "Revenue grew ten percent."],
+    10: ["- Item 8. Financial Statements and Supplementary Data", "Consolidated Balance Sheets"],
+    11: ["Notes to Consolidated Financial Statements", "- Note 1 — Summary of Significant Accounting Policies",
+         "We follow GAAP.", "- Note 2 — Debt", "We owe money."],
+})
+
+GOLD = """\
+outline:
+  - title: PART I
+    page: 3
+    children:
+      - {title: "Item 1. Business", page: 3}
+      - {title: "Item 1A. Risk Factors", page: 5}
+      - {title: "Item 2. Properties", page: 7}
+  - title: PART II
+    page: 8
+    children:
+      - {title: "Item 7. Management's Discussion and Analysis", page: 8}
+      - title: "Item 8. Financial Statements and Supplementary Data"
+        page: 10
+        children:
+          - title: "Notes to Consolidated Financial Statements"
+            page: 11
+            children:
+              - {title: "Note 1 — Summary of Significant Accounting Policies", page: 11}
+              - {title: "Note 2 — Debt", page: 11}
+"""
+
+
+def _read(md: str):
+    """What the PDF reader does with a converted PDF without bookmarks (pdf.contents on)."""
+    lines = split_lines(md)
+    pm = page_map(lines)
+    skip = frozenset(m - 1 for m in pm.marker_lines)
+    outline = contents_outline(lines, pm.line_pages, skip)
+    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines, insert_missing=False, page_slack=1)
+    text, line_pages = with_pages("\n".join(got.lines) + "\n", page_map(got.lines))
+    return outline, got, text, stored_page_map(line_pages, split_lines(text))
+
+
+def test_contents_lines_are_found_with_their_printed_pages():
+    lines = split_lines(FILING)
+    pm = page_map(lines)
+    (block,) = contents_entries(lines, pm.line_pages, frozenset(m - 1 for m in pm.marker_lines))
+    assert [(e.title, e.printed) for e in block][:3] == [("PART I", 1), ("Item 1. Business", 1),
+                                                         ("Item 1A. Risk Factors", 3)]
+    assert all(e.pdf_page == 2 for e in block)
+
+
+def test_contents_entries_get_pdf_pages_from_the_offset_and_filing_levels():
+    outline, got, _, _ = _read(FILING)
+    assert [(e.title, e.page, e.level) for e in outline.entries] == [
+        ("PART I", 3, 1), ("Item 1. Business", 3, 2), ("Item 1A. Risk Factors", 5, 2),
+        ("Item 2. Properties", 7, 2), ("PART II", 8, 1),
+        ("Item 7. Management's Discussion and Analysis", 8, 2),
+        ("Item 8. Financial Statements and Supplementary Data", 10, 2),
+    ]
+    assert got.unplaced == ()
+
+
+def test_filing_tree_from_contents_list_items_and_labels(tmp_path):
+    _, _, text, pages = _read(FILING)
+    tree = build_tree(text, "acme-10k", paged=True)
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(GOLD, encoding="utf-8")
+    score = score_tree(tree, pages.page_of, load_outline(gold))
+    assert score.missing() == []
+    assert score.misnested() == []
+    titles = [n.title for n in tree.nodes]
+    # the wrapped sentence stays text of Risk Factors
+    assert not any(t.startswith("Item 8 of this") for t in titles)
+    risk = next(n for n in tree.nodes if n.title == "Item 1A. Risk Factors")
+    assert "Item 8 of this Annual Report" in "\n".join(split_lines(text)[risk.start_line - 1: risk.end_line])
+    # the merged line gives PART I and, under it, Item 1
+    item1 = next(n for n in tree.nodes if n.title == "Item 1. Business")
+    assert tree.title_path(item1.node_id)[-2:] == ("PART I", "Item 1. Business")
+    # notes written as list items are headings under the notes heading
+    debt = next(n for n in tree.nodes if n.title.startswith("Note 2"))
+    assert "Notes to Consolidated Financial Statements" in tree.title_path(debt.node_id)
+
+
+def test_without_contents_the_labels_alone_still_make_items_and_notes_headings():
+    md = FILING.replace("TABLE OF CONTENTS", "").split("<!-- page 3 -->", 1)[1]
+    tree = build_tree("<!-- page 3 -->" + md, "acme", paged=True)
+    titles = [n.title for n in tree.nodes]
+    assert "Item 1A. Risk Factors" in titles and "Note 2 — Debt" in titles
+    assert not any(t.startswith("Item 8 of this") for t in titles)
+
+
+@pytest.mark.parametrize("line", [
+    "Revenue 1,234 2,345",  # a table row: amounts
+    "Net sales grew 12% in 2023",
+])
+def test_table_rows_are_no_contents(line):
+    md = _pages(3, {1: [line] * 6})
+    lines = split_lines(md)
+    assert contents_entries(lines, page_map(lines).line_pages) == []
