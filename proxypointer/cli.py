@@ -797,14 +797,19 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if not pairs:
         print("error: no PDF files found in the given paths", file=sys.stderr)
         return 1
+    from .readers import PDFReader
+
     converter = converter_from_config(cfg, workers)
     batch = convert_pdfs([p for p, _ in pairs], converter, workers=workers, show_progress=not args.quiet)
     targets = dict(pairs)
+    reader = PDFReader(cfg, converter=converter)
     for doc in batch.converted:
         target = targets[doc.path]
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(doc.markdown, encoding="utf-8")
-        print(f"wrote {target} ({doc.page_count} pages, {len(doc.pages.line_pages)} lines)")
+        # what ingest indexes: the bookmarks or printed contents written in as headings
+        text, pages, _ = reader.outlined(doc.markdown, Path(doc.path).read_bytes(), str(doc.path))
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target} ({doc.page_count} pages, {len(pages.line_pages)} lines)")
     for failed in batch.failed:
         print(f"error: {failed.message}", file=sys.stderr)
     print(batch.summary())

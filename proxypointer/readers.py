@@ -405,15 +405,33 @@ class PDFReader:
             return key
         return hashlib.sha256(json.dumps([key, "outline", OUTLINE_VERSION, how]).encode("utf-8")).hexdigest()
 
-    def _result(self, markdown: str, key: str, data: bytes | None = None, path: str = "") -> ReadResult:
+    def outlined(
+        self, markdown: str, data: bytes | None = None, path: str = ""
+    ) -> tuple[str, PageMap, tuple[str, ...]]:
+        """Write the PDF's outline into the converter's markdown, page markers kept.
+
+        What is indexed is this text with its marker lines emptied, so ``proxypointer
+        convert`` writes it: a citation's line numbers are its lines.
+
+        Args:
+            markdown: The converter's output.
+            data: The PDF's bytes (for its bookmarks; None: the printed contents only).
+            path: The PDF, for messages.
+
+        Returns:
+            ``(text, page map, warnings)``; the warnings name contents entries left unplaced.
+        """
         text = normalise_text(markdown)
         if text and not text.endswith("\n"):
             text += "\n"
         lines = split_lines(text)
         pages = page_map(lines, self.converter.marker_style)
-        warnings: tuple[str, ...] = ()
         if pages.has_pages and (self.config.bookmarks or self.config.contents):
-            text, pages, warnings = self._with_outline(lines, pages, data, path)
+            return self._with_outline(lines, pages, data, path)
+        return text, pages, ()
+
+    def _result(self, markdown: str, key: str, data: bytes | None = None, path: str = "") -> ReadResult:
+        text, pages, warnings = self.outlined(markdown, data, path)
         stored, line_pages = with_pages(text, pages)
         return ReadResult(stored, key, line_pages, warnings)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from proxypointer.contents import contents_entries, contents_outline
@@ -132,3 +134,24 @@ def test_table_rows_are_no_contents(line):
     md = _pages(3, {1: [line] * 6})
     lines = split_lines(md)
     assert contents_entries(lines, page_map(lines).line_pages) == []
+
+
+def test_tree_gold_on_the_command_line(tmp_path, capsys):
+    from proxypointer.cli import main
+
+    doc = tmp_path / "acme-10k.md"  # converted markdown with page markers, read as such
+    doc.write_text(FILING, encoding="utf-8")
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(GOLD, encoding="utf-8")
+    assert main(["tree", str(doc), "--gold", str(gold)]) == 0
+    out = capsys.readouterr().out
+    # markdown is never rewritten: the contents' Items are found only where labels make them
+    # headings; the merged "PART I ITEM 1. BUSINESS" line is one heading, PART I
+    assert "against" in out and "recall" in out and "missing     p. 3: Item 1. Business" in out
+    assert main(["tree", str(doc), "--gold", str(gold), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["entries"] == 10 and got["found"] == got["entries"] - len(got["missing"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("outline:\n  - {title: X}\n", encoding="utf-8")
+    assert main(["tree", str(doc), "--gold", str(bad)]) == 1
+    assert "bad.yaml" in capsys.readouterr().err
