@@ -502,7 +502,9 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     outline = [h for h in headings if h.source == "outline"]
     fixed = {h.line: h.md_level for h in outline}
     if len({h.md_level for h in outline}) == 1:
-        fixed = {h.line: h.level for h in relevel_filing(outline)}
+        relevelled = relevel_filing([Heading(h.line, h.last_line, h.md_level, h.title, h.md_level, h.source)
+                                     for h in outline])
+        fixed = {h.line: h.level for h in relevelled}
     kept: list[Heading] = []
     anchor: Heading | None = None
     for h in headings:
@@ -629,7 +631,8 @@ def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset
 
     Only the first line of a top-level paragraph or of a list item directly in a top-level
     list (not in a quote, a table or code) counts, and only when :func:`label_title` gives a
-    title. Their level is set later (one below the heading before them, then the filing and
+    title and the next line is no contents line (a title ending in a page number: ``PART II``
+    over ``Item 5. Market ... 20`` stands in a table of contents). Their level is set later (one below the heading before them, then the filing and
     flattening rules).
 
     Args:
@@ -651,6 +654,8 @@ def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset
         if n in skip or n in seen:
             continue
         title = label_title(_LIST_MARK.sub("", lines[n]) if tok.level == 2 else lines[n])
+        if title and _FOLIO_END.search(_LIST_MARK.sub("", _neighbour(lines, n, 1, 0, skip)).strip()):
+            continue  # "- PART II" over "- Item 5. Market for ... 20": a line of the contents
         if title:
             seen.add(n)
             out.append(Heading(n + 1, n + 1, 0, title, 0, "label"))

@@ -554,10 +554,17 @@ def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int
     from .outline import load_outline, pdf_outline
     from .treescore import score_tree
 
+    if gold == "bookmarks" and not f.lower().endswith(".pdf"):
+        print(f"error: {f}: --gold bookmarks scores a PDF against its own bookmarks; give a PDF or an "
+              "outline file", file=sys.stderr)
+        return 1
     try:
         outline = pdf_outline(f) if gold == "bookmarks" else load_outline(gold)
     except ProxyPointerError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    if not outline.entries:
+        print(f"error: {outline.source}: no outline entries to score against", file=sys.stderr)
         return 1
     if pages is None:
         print(f"{f}: has no pages; a gold outline's pages cannot be checked", file=sys.stderr)

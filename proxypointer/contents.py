@@ -60,6 +60,7 @@ CONTENTS_MAX_LINE = 400
 # A folio: 1-3 digits, maybe after dot leaders ("..... 45").
 _FOLIO_TOKEN = re.compile(r"^(?:\.{2,}|…+)?(\d{1,3})$")
 _LEADERS = re.compile(r"\s*(?:\.{2,}|…+)\s*$")
+_PART_ITEM = re.compile(r"^(part\s+[ivx]{1,4})[\s.:,–—-]+(item\s+\d.*)$", re.IGNORECASE)
 _PART_ONLY = re.compile(r"^part\s+[ivx]{1,4}\b.{0,60}$", re.IGNORECASE)
 _LEAD = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)?")
 _LABEL_WORDS = frozenset({"part", "item", "note", "chapter", "section", "article", "schedule", "exhibit", "annex",
@@ -105,6 +106,10 @@ def _pairs(text: str) -> list[tuple[str, int]]:
             if not any(c.isalpha() for c in title) or title.split()[-1].casefold() in _LABEL_WORDS:
                 words.append(token)  # "Item 7", "Note 14": a label's number, not a folio
                 continue
+            merged = _PART_ITEM.match(title)
+            if merged:  # "PART I Item 1. Business 3": two entries on one page
+                out.append((merged.group(1), int(m.group(1))))
+                title = merged.group(2)
             out.append((title, int(m.group(1))))
             words = []
         else:

@@ -121,9 +121,10 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
     Returns:
         The new lines and what was placed, inserted or left.
     """
-    entries = outline.entries
-    if not entries:
+    if not outline.entries:
         return Placement(list(lines))
+    # entries in page order (stable): bookmarks listed out of order still land on their pages
+    entries = tuple(sorted(outline.entries, key=lambda e: e.page))
     skip = frozenset(m - 1 for m in marker_lines) | frozenset(n - 1 for n in outline.read_from)
     cands = _candidates(lines, skip)
     by_page: dict[int, list[int]] = {}

@@ -155,3 +155,29 @@ def test_tree_gold_on_the_command_line(tmp_path, capsys):
     bad.write_text("outline:\n  - {title: X}\n", encoding="utf-8")
     assert main(["tree", str(doc), "--gold", str(bad)]) == 1
     assert "bad.yaml" in capsys.readouterr().err
+
+
+def test_contents_part_lines_are_no_headings_and_a_merged_entry_gives_two():
+    _, _, text, pages = _read(FILING)
+    tree = build_tree(text, "acme-10k", paged=True)
+    on_contents_page = [n.title for n in tree.nodes if n.kind == "heading" and pages.page_of(n.start_line) == 2]
+    assert not [t for t in on_contents_page if t.upper().startswith("PART")]
+    md = _pages(8, {2: ["PART I Item 1. Business 3", "Item 1A. Risk Factors 4", "Item 2. Properties 5",
+                        "PART II Item 5. Market 6", "Item 7. Results 7"]})
+    lines = split_lines(md)
+    (block,) = contents_entries(lines, page_map(lines).line_pages)
+    assert [(e.title, e.printed) for e in block][:2] == [("PART I", 3), ("Item 1. Business", 3)]
+    assert ("PART II", 6) in [(e.title, e.printed) for e in block]
+
+
+def test_tree_gold_bookmarks_needs_a_pdf_and_an_empty_gold_is_refused(tmp_path, capsys):
+    from proxypointer.cli import main
+
+    doc = tmp_path / "acme-10k.md"
+    doc.write_text(FILING, encoding="utf-8")
+    assert main(["tree", str(doc), "--gold", "bookmarks"]) == 1
+    assert "give a PDF" in capsys.readouterr().err
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    assert main(["tree", str(doc), "--gold", str(empty)]) == 1
+    assert "no outline entries" in capsys.readouterr().err

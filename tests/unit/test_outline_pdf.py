@@ -121,3 +121,16 @@ def test_an_entry_not_on_its_page_is_inserted_at_the_top_of_that_page_and_toc_li
         (3, "# Item 7. Management's Discussion {.outline}"),
     ]
     assert "- Item 1. Business 2" in new  # the contents line is left as it was
+
+
+def test_bookmarks_out_of_page_order_land_on_their_pages():
+    md = "\n".join(["<!-- page 1 -->", "", "Alpha", "", "<!-- page 2 -->", "", "Beta", "",
+                    "<!-- page 3 -->", "", "Gamma", "", "<!-- page 4 -->", "", "Delta", ""])
+    lines = split_lines(md)
+    pm = page_map(lines)
+    outline = Outline((OutlineEntry("Delta", 4, 1), OutlineEntry("Beta", 2, 1), OutlineEntry("Alpha", 1, 2, 1),
+                       OutlineEntry("Gamma", 3, 1)))
+    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines)
+    pm2 = page_map(got.lines)
+    placed = {ln.split()[1]: pm2.page_of(i + 1) for i, ln in enumerate(got.lines) if ln.startswith("#")}
+    assert placed == {"Alpha": 1, "Beta": 2, "Gamma": 3, "Delta": 4}
