@@ -654,7 +654,8 @@ def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset
         if n in skip or n in seen:
             continue
         title = label_title(_LIST_MARK.sub("", lines[n]) if tok.level == 2 else lines[n])
-        if title and _FOLIO_END.search(_LIST_MARK.sub("", _neighbour(lines, n, 1, 0, skip)).strip()):
+        after = _LIST_MARK.sub("", _neighbour(lines, n, 1, 0, skip)).strip()
+        if title and _FOLIO_END.search(after):
             continue  # "- PART II" over "- Item 5. Market for ... 20": a line of the contents
         if title:
             seen.add(n)
