@@ -632,7 +632,8 @@ def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset
     Only the first line of a top-level paragraph or of a list item directly in a top-level
     list (not in a quote, a table or code) counts, and only when :func:`label_title` gives a
     title and the next line is no contents line (a title ending in a page number: ``PART II``
-    over ``Item 5. Market ... 20`` stands in a table of contents). Their level is set later (one below the heading before them, then the filing and
+    over ``Item 5. Market ... 20`` stands in a table of contents). Their level is set later
+    (one below the heading before them, then the filing and
     flattening rules).
 
     Args:
