@@ -415,7 +415,7 @@ class PDFReader:
 
         Args:
             markdown: The converter's output.
-            data: The PDF's bytes (for its bookmarks; None: the printed contents only).
+            data: The PDF's bytes, for its bookmarks (None: read from ``path``).
             path: The PDF, for messages.
 
         Returns:
@@ -450,7 +450,7 @@ class PDFReader:
         from .outlinetext import apply_outline
 
         outline = Outline(())
-        if self.config.bookmarks and data is not None:
+        if self.config.bookmarks and (data is not None or path):
             try:
                 outline = pdf_outline(path, data)
             except DocumentError as err:
@@ -513,7 +513,7 @@ class PDFReader:
         out: list[ReadResult | ProxyPointerError | None] = [None] * len(paths)
         keys: list[str] = [""] * len(paths)
         conv_keys: list[str] = [""] * len(paths)
-        pdf_bytes: list[bytes | None] = [None] * len(paths)  # kept only to read bookmarks
+        pdf_bytes: list[bytes | None] = [None] * len(paths)  # never a whole batch of files in memory
         todo: list[int] = []
         for i, path in enumerate(paths):
             try:
@@ -523,8 +523,8 @@ class PDFReader:
             except ProxyPointerError as err:
                 out[i] = err
                 continue
-            if self.config.bookmarks:
-                pdf_bytes[i] = raw  # kept only to read the bookmarks
+            if self.config.bookmarks and data is not None:
+                pdf_bytes[i] = raw  # the caller's bytes; files read here are read again for their bookmarks
             cached = self.cache.get(conv_keys[i]) if self.cache is not None else None
             if cached is not None:
                 out[i] = self._result(cached, keys[i], pdf_bytes[i], str(path))
