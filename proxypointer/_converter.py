@@ -65,6 +65,7 @@ from ._markdown import Heading
 from .pages import page_map
 from .titles import (
     SIGNATURE,
+    ends_in_folio,
     filing_label,
     html_title,
     is_row_or_furniture,
@@ -592,7 +593,6 @@ _LABEL_HEAD = re.compile(
     r"(?P<sep>\s*[.:\-–—]\s*|\s+|$)(?P<rest>.*)$",
     re.IGNORECASE,
 )
-_FOLIO_END = re.compile(r"\D\s+\d{1,3}$")
 
 
 def label_title(text: str) -> str:
@@ -614,7 +614,7 @@ def label_title(text: str) -> str:
     if filing_label(text) == ("notes", "") and len(text.split()) <= LABEL_TITLE_MAX_WORDS and text[:1].isupper():
         return text  # "Notes to Consolidated Financial Statements" on a line of its own
     m = _LABEL_HEAD.match(text)
-    if not m or _FOLIO_END.search(text):
+    if not m or ends_in_folio(text):
         return ""
     rest = m.group("rest").strip()
     if rest and not (rest[0].isupper() or rest[0] in "\"'“‘(["):
@@ -656,7 +656,7 @@ def label_line_candidates(tokens: list[Token], lines: list[str], skip: frozenset
             continue
         title = label_title(_LIST_MARK.sub("", lines[n]) if tok.level == 2 else lines[n])
         after = _LIST_MARK.sub("", _neighbour(lines, n, 1, 0, skip)).strip()
-        if title and _FOLIO_END.search(after):
+        if title and ends_in_folio(after):
             continue  # "- PART II" over "- Item 5. Market for ... 20": a line of the contents
         if title:
             seen.add(n)

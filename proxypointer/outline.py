@@ -36,6 +36,7 @@ __all__ = [
     "Outline",
     "OutlineEntry",
     "align_monotone",
+    "contains_words",
     "load_outline",
     "match_key",
     "outline_from_data",
@@ -173,14 +174,11 @@ def load_outline(path: str | Path) -> Outline:
         text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise DocumentError(f"{p}: cannot read the outline ({err.strerror or err})") from err
-    try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    import yaml
 
-            data = yaml.safe_load(text)
-    except (ValueError, Exception) as err:  # yaml.YAMLError has no common base with ValueError
+    try:
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as err:
         raise DocumentError(f"{p}: not a valid outline file ({err})") from err
     return outline_from_data(data, str(p))
 
@@ -290,9 +288,15 @@ def _label(title: str) -> tuple[str, str] | None:
     return ("note" if kind == "numbered" else kind), label
 
 
-def _contains(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
+def contains_words(short: tuple[str, ...], long: tuple[str, ...], start: int = 0) -> bool:
+    """Tell whether the words ``short`` stand together in ``long`` at position ``start`` or later.
+
+    Example:
+        >>> contains_words(("item", "1"), ("part", "i", "item", "1"), start=1)
+        True
+    """
     n = len(short)
-    return any(long[i : i + n] == short for i in range(len(long) - n + 1))
+    return any(long[i : i + n] == short for i in range(start, len(long) - n + 1))
 
 
 def title_match(a: str, b: str) -> bool:
@@ -325,7 +329,7 @@ def title_match(a: str, b: str) -> bool:
     short, long = (ka, kb) if len(ka) <= len(kb) else (kb, ka)
     if long[: len(short)] == short:
         return True
-    if len(short) >= 2 and _contains(short, long):
+    if len(short) >= 2 and contains_words(short, long):
         return True
     if la or lb:
         return False  # a labelled title matches only by its words

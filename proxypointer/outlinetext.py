@@ -25,7 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .outline import Outline, OutlineEntry, align_monotone, match_key, title_match
+from .outline import Outline, OutlineEntry, align_monotone, contains_words, match_key, title_match
+from .titles import ends_in_folio
 
 __all__ = ["OUTLINE_ATTRIBUTE", "OUTLINE_LINE_MAX_EXTRA_WORDS", "Placement", "apply_outline", "is_outline_heading"]
 
@@ -38,8 +39,6 @@ OUTLINE_ATTRIBUTE = "{.outline}"
 #: paragraph by the converter) keeps its text, and the heading is inserted before it.
 OUTLINE_LINE_MAX_EXTRA_WORDS = 3
 
-# A title followed by a page number (1-999): a line of a printed table of contents.
-_FOLIO = re.compile(r"\D\s+\d{1,3}$")
 _OUTLINE_MARK = re.compile(r"\{[^{}]*(?<![\w-])\.outline(?![\w-])[^{}]*\}\s*$")
 # Markup around a line's text: ATX marks, a list bullet or number, a block quote, emphasis.
 _LEAD = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+(?=\D)|>\s*)?")
@@ -53,11 +52,6 @@ def is_outline_heading(raw_heading: str) -> bool:
         (True, False)
     """
     return bool(_OUTLINE_MARK.search(raw_heading))
-
-
-def _contains(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
-    n = len(short)
-    return n >= 2 and any(long[i : i + n] == short for i in range(1, len(long) - n + 1))
 
 
 def _line_text(line: str) -> str:
@@ -134,7 +128,7 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
 
     def fits(e_title: str, i: int) -> bool:
         text = _line_text(lines[i])
-        if _FOLIO.search(text) and not _FOLIO.search(e_title):
+        if ends_in_folio(text) and not ends_in_folio(e_title):
             return False  # a line of a table of contents: the title, then its page number
         if not title_match(e_title, text):
             return False
@@ -179,7 +173,8 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             floor = j + 1
             last_line = j
             continue
-        merged = last_line >= 0 and _contains(match_key(e.title), keys.get(last_line, ()))
+        words = match_key(e.title)
+        merged = last_line >= 0 and len(words) >= 2 and contains_words(words, keys.get(last_line, ()), start=1)
         if merged:  # "PART I ITEM 1. BUSINESS": this entry shares the line of the one before
             before.setdefault(last_line + 1, []).append(heading)
             inserted += 1

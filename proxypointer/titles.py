@@ -35,6 +35,7 @@ __all__ = [
     "TITLE_LINE_MAX_CHARS",
     "TITLE_LINE_MAX_WORDS",
     "arabic_to_roman",
+    "ends_in_folio",
     "filing_label",
     "heading_title",
     "html_title",
@@ -316,6 +317,16 @@ _FILING_NOTES = re.compile(
 )
 # A table-of-contents line: text, then a page number (1-999) that no kind word labels.
 _TOC_FOLIO = re.compile(r"\D\s+\d{1,3}$")
+
+
+def ends_in_folio(text: str) -> bool:
+    """Tell whether text ends like a line of a table of contents: words, then a page number (1-999).
+
+    Example:
+        >>> ends_in_folio("Item 7. Management's Discussion 29"), ends_in_folio("Note 14")
+        (True, False)
+    """
+    return bool(_TOC_FOLIO.search(text))
 # A financial statement's title ("NIKE, Inc. Consolidated Statements of Income", "Consolidated
 # Balance Sheets"), and a heading numbered like a note without the word ("14. Debt").
 _FILING_STATEMENTS = re.compile(
