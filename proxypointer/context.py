@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .delivery import OutlineEntry, cut_to_tokens, format_outline
 from .errors import ConfigError, StaleSourceError
-from .ranking import score_sections
+from .ranking import place_sections, score_sections
 from .retrieval import check_query, format_citation
 from .store import Hit
 from .tree import slice_lines
@@ -361,8 +361,9 @@ class Assembler:
         ranking = ranker.rank(ranker.route(query, where), max(cfg.overfetch, budget // 20))
         hits = ranker.hydrate(ranking.hits)
         scored = score_sections(hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+        scored = place_sections(scored, ranking.placed, cfg.measure_rank)
         if cfg.demote_empty:  # breadcrumb-only sections after those with text (labels excepted)
-            labelled = set(ranking.labelled)
+            labelled = {*ranking.labelled, *ranking.placed}
 
             def empty(group: Sequence[Hit]) -> bool:
                 return bool(group[0].metadata.get("empty_body")) and group[0].chunk_id not in labelled

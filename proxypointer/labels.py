@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .measures import statements_for_measures
 from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
 from .titles import ROMAN_OR_LETTER as _ROMAN_OR_LETTER
@@ -42,7 +43,8 @@ from .titles import title_words as _norm_title
 from .tree import DocumentTree, Node, split_lines
 
 if TYPE_CHECKING:
-    from .livetrees import LiveTrees
+    from .measures import statements_for_measures
+from .livetrees import LiveTrees
 
 __all__ = [
     "KINDS",
@@ -575,3 +577,20 @@ class LabelLookup:
             return ()
         idx = self.index(doc_id, version)
         return find_label_in_query(query, idx) if idx is not None else ()
+
+    def implied(self, query: str, doc_id: str, version: str) -> tuple[str, ...]:
+        """Return the statement headings of a document version that a measure in the query reads.
+
+        For each statement kind of :func:`proxypointer.measures.statements_for_measures`, the
+        first heading titled as that statement, as for a statement the query names
+        (:func:`find_label_in_query`). Empty when the query names no measure, the document has
+        no such statement, or the version is not live.
+
+        Raises:
+            StaleSourceError: If the stored text is missing.
+        """
+        kinds = statements_for_measures(query)
+        if not kinds:
+            return ()
+        idx = self.index(doc_id, version)
+        return tuple(_statement_nodes(kinds, idx)) if idx is not None else ()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from .filters import doc_filter, filter_doc_ids, matches_where
 from .labels import LabelLookup, mentions_label
 from .lexical import STOPWORDS, lexical_terms
 from .livetrees import LiveTrees
+from .measures import statements_for_measures
 from .querytext import focus_sentence
 from .routing import LexicalIndex, Route, TitleRouter, strip_titles
 from .store import Hit
@@ -54,6 +55,7 @@ __all__ = [
     "Route",
     "fuse_rrf",
     "lexical_terms",
+    "place_sections",
     "rank_sections",
     "score_sections",
     "strip_titles",
@@ -150,6 +152,41 @@ def score_sections(
     return [(float(score[k]), groups[k]) for k in order]
 
 
+def place_sections(
+    scored: list[tuple[float, list[Hit]]], placed: Sequence[str], at: int
+) -> list[tuple[float, list[Hit]]]:
+    """Move the sections holding ``placed`` chunks up to just after the first ``at`` sections.
+
+    Args:
+        scored: Output of :func:`score_sections`, best section first.
+        placed: Chunk ids, in the order their sections are wanted.
+        at: Sections kept ahead of them (0: they go first).
+
+    Returns:
+        The sections reordered; a placed section already within the first ``at`` (or ranked
+        ahead of where it would go) stays where it is. A moved section takes the score of the
+        section before its new place, so scores stay in order.
+    """
+    if not placed:
+        return scored
+    want = {cid: i for i, cid in enumerate(placed)}
+    moving: list[tuple[int, tuple[float, list[Hit]]]] = []
+    kept: list[tuple[float, list[Hit]]] = []
+    for pos, item in enumerate(scored):
+        order = min((want[h.chunk_id] for h in item[1] if h.chunk_id in want), default=None)
+        if order is not None and pos > at + len(moving):
+            moving.append((order, item))
+        else:
+            kept.append(item)
+    if not moving:
+        return scored
+    moving.sort(key=lambda m: m[0])
+    at = min(at, len(kept))
+    lead = kept[at - 1][0] if at else kept[0][0] if kept else 0.0
+    lifted = [(max(score, lead), group) for _, (score, group) in moving]
+    return kept[:at] + lifted + kept[at:]
+
+
 def rank_sections(hits: Sequence[Hit], method: str = "max", top_n: int = 3, rrf_k: int = 60) -> list[list[Hit]]:
     """Like :func:`score_sections`, without the scores: hits per section, best section first."""
     return [group for _, group in score_sections(hits, method, top_n, rrf_k)]
@@ -173,12 +210,16 @@ class Ranking:
         vectors: The query vectors searched, float32 ``(n_windows, dim)``, rows L2-normalised.
         labelled: Chunk ids put first because the query names their section's label
             (``retrieval.label_lookup``), best first; empty otherwise.
+        placed: Chunk ids of the financial statements that a measure in the query reads
+            (:meth:`Ranker.measure_statements`), to be placed among the first sections by
+            :func:`place_sections`; empty otherwise.
     """
 
     hits: list[Hit]
     cosine: dict[str, float] = field(default_factory=dict)
     vectors: np.ndarray | None = None
     labelled: tuple[str, ...] = ()
+    placed: tuple[str, ...] = ()
 
 
 class Ranker:
@@ -522,6 +563,63 @@ class Ranker:
         """
         if not hits or not mentions_label(query):
             return hits, ()
+        lead = self._named_chunks(hits, where, vectors, cosine, docs,
+                                  lambda key: self.labels.named(query, *key)[:LABEL_TARGETS])
+        if not lead:
+            return hits, ()
+        top = hits[0].score
+        lead = [replace(x, score=top + 1.0 - 0.01 * i) for i, x in enumerate(lead)]
+        ids = {x.chunk_id for x in lead}
+        return lead + [x for x in hits if x.chunk_id not in ids], tuple(x.chunk_id for x in lead)
+
+    def measure_statements(
+        self, query: str, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray,
+        cosine: dict[str, float], docs: int = 1,
+    ) -> tuple[list[Hit], tuple[str, ...]]:
+        """Find the financial statements that a measure in the query reads, to be placed among the first sections.
+
+        "Is Verizon a capital-intensive business?" names no statement, yet its figures are rows
+        of the cash flow statement and the balance sheet
+        (:func:`~proxypointer.measures.statements_for_measures`). In the document of the best
+        hit (at most ``docs`` documents tried, in rank order), the first heading titled as each
+        such statement (:meth:`~proxypointer.labels.LabelLookup.implied`) contributes one chunk
+        (chosen as in :meth:`label_first`). The retriever places their sections after the first
+        ``retrieval.measure_rank`` sections (:func:`place_sections`): below the sections the
+        question's words matched best (often the discussion of the measure), above the rest.
+
+        Args:
+            query: The query as searched.
+            hits: The ranked hits, best first.
+            where: Metadata filter (a placed chunk must match it).
+            vectors: The query vectors.
+            cosine: Known cosines; the chunks scored here are added.
+            docs: Most documents looked up.
+
+        Returns:
+            ``(hits, placed)``: the hits, with the statements' chunks that were not among them
+            added at the end (score 0), and those chunks' ids in statement order; ``(hits, ())``
+            when the query names no measure or the document has no such statement.
+        """
+        if not hits or not statements_for_measures(query):
+            return hits, ()
+        found = self._named_chunks(hits, where, vectors, cosine, docs,
+                                   lambda key: self.labels.implied(query, *key))
+        if not found:
+            return hits, ()
+        have = {h.chunk_id for h in hits}
+        return hits + [x for x in found if x.chunk_id not in have], tuple(x.chunk_id for x in found)
+
+    def _named_chunks(
+        self, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray, cosine: dict[str, float],
+        docs: int, named_in: Callable[[tuple[str, str]], Sequence[str]],
+    ) -> list[Hit]:
+        """One chunk per section that ``named_in((doc_id, version))`` names, in the first document that names any.
+
+        Documents are tried in the order of their best hit (at most ``docs``). A section's
+        chunk is its subtree's best-ranked one among ``hits``, else the one with the highest
+        cosine similarity (:meth:`_best_chunks`); chunks not matching ``where`` are dropped.
+        Returns hits without text, score 0.
+        """
         tried: list[tuple[str, str]] = []
         for h in hits:
             key = (h.metadata.get("doc_id", ""), h.metadata.get("version", ""))
@@ -530,22 +628,19 @@ class Ranker:
             tried.append(key)
             if len(tried) > docs:
                 break
-            named = self.labels.named(query, *key)
+            named = named_in(key)
             live = self.trees.get(*key) if named else None
             if live is None:
                 continue
-            groups = [live.subtree_chunks(node) for node in named[:LABEL_TARGETS]]
+            groups = [live.subtree_chunks(node) for node in named]
             ranked = [next((x.chunk_id for x in hits if x.chunk_id in set(g)), None) for g in groups]
             unranked = [g if r is None else [] for g, r in zip(groups, ranked, strict=True)]
             scored = self._best_chunks(unranked, vectors, cosine, [SUBTREE_SCORED_CHUNKS])
             best = [r or c for r, c in zip(ranked, scored, strict=True) if r or c]
             lead = self._matching([_id_hit(c, 0.0) for c in dict.fromkeys(best)], where)
             if lead:
-                top = hits[0].score
-                lead = [replace(x, score=top + 1.0 - 0.01 * i) for i, x in enumerate(lead)]
-                ids = {x.chunk_id for x in lead}
-                return lead + [x for x in hits if x.chunk_id not in ids], tuple(x.chunk_id for x in lead)
-        return hits, ()
+                return lead
+        return []
 
     # -- title routing ----------------------------------------------------------------------
     def route(self, query: str, where: dict[str, Any] | None) -> Route:
@@ -635,7 +730,10 @@ class Ranker:
         labelled: tuple[str, ...] = ()
         if cfg.label_lookup:
             hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine)
-        return Ranking(hits, cosine, vectors, labelled)
+        placed: tuple[str, ...] = ()
+        if cfg.measure_rank >= 0 and not labelled:
+            hits, placed = self.measure_statements(route.query, hits, route.where, vectors, cosine)
+        return Ranking(hits, cosine, vectors, labelled, placed)
 
     # -- records ----------------------------------------------------------------------------
     def live(self, hits: Iterable[Hit]) -> list[Hit]:

@@ -24,7 +24,7 @@ from .delivery import Delivery, OutlineEntry, cut_to_tokens, plan_delivery
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
 from .pages import PageMap, stored_page_map
-from .ranking import Ranker, Ranking, Route, score_sections
+from .ranking import Ranker, Ranking, Route, place_sections, score_sections
 from .store import Hit
 from .titles import statement_kind
 from .tokenizer import line_token_counts
@@ -534,12 +534,13 @@ class Retriever:
         while True:
             ranking = self.ranker.rank(route, n)
             scored = score_sections(ranking.hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
+            scored = place_sections(scored, ranking.placed, cfg.measure_rank)
             found = [_Candidate(group[0], group[0], score, ranking, tuple(group)) for score, group in scored]
             if cfg.nested == "merge":
                 found = self._merge_nested(found)
             with_text = len(found)
             if cfg.demote_empty:
-                found, with_text = self._demote_empty(found, k, set(ranking.labelled))
+                found, with_text = self._demote_empty(found, k, {*ranking.labelled, *ranking.placed})
             if with_text >= k:
                 return found[:k]
             total = self.index.store.count() if total < 0 else total

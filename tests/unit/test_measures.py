@@ -1,0 +1,100 @@
+"""A financial measure named in a question brings the statements its definition reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from proxypointer.config import ProxyPointerConfig
+from proxypointer.measures import statements_for_measures
+from proxypointer.ranking import place_sections
+from proxypointer.retrieval import Retriever
+from proxypointer.store import Hit
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    "query, kinds",
+    [
+        ("Is Verizon a capital-intensive business based on FY 2022 data?", ("cash_flows", "balance_sheet")),
+        ("Does it have a healthy liquidity profile based on its quick ratio?", ("balance_sheet",)),
+        ("Does Corning have positive working capital?", ("balance_sheet",)),
+        ("What is the FY2019 - FY2020 total revenue growth rate?", ("income",)),
+        ("What is the 2 year revenue CAGR?", ("income",)),
+        ("How much has the effective tax rate changed?", ("income",)),
+        ("What is the inventory turnover ratio?", ("income", "balance_sheet")),
+        ("What is FY2018 days payable outstanding (DPO)?", ("income", "balance_sheet")),
+        ("What is the return on assets?", ("income", "balance_sheet")),
+        ("What is the unadjusted EBITDA less capex?", ("income", "cash_flows")),
+        ("How much did it pay in cash dividends?", ("cash_flows",)),
+        ("What is the operating margin in FY2021?", ("income",)),
+        # named in any case, and only as whole words
+        ("WORKING CAPITAL at year end", ("balance_sheet",)),
+        ("What are its off-balance sheet arrangements?", ()),
+        ("What risks does the company face in Europe?", ()),
+        ("Which segment had the highest net revenue?", ()),
+        ("the roadmap of the product", ()),
+    ],
+)
+def test_statements_for_measures(query, kinds):
+    assert statements_for_measures(query) == kinds
+
+
+def _hit(cid: str, node: str, score: float) -> Hit:
+    return Hit(cid, "", {"doc_id": "d", "node_id": node}, score)
+
+
+def _scored(*nodes: str) -> list[tuple[float, list[Hit]]]:
+    return [(10.0 - i, [_hit(f"c-{n}", n, 10.0 - i)]) for i, n in enumerate(nodes)]
+
+
+def test_place_sections_moves_the_placed_sections_up_keeping_the_first_ones_and_the_order_of_scores():
+    scored = _scored("a", "b", "c", "cf", "d", "bs")
+    moved = place_sections(scored, ["c-cf", "c-bs"], 2)
+    assert [g[0].metadata["node_id"] for _, g in moved] == ["a", "b", "cf", "bs", "c", "d"]
+    scores = [s for s, _ in moved]
+    assert scores == sorted(scores, reverse=True)
+    first = place_sections(scored, ["c-bs", "c-cf"], 0)  # in the order they are asked for
+    assert [g[0].metadata["node_id"] for _, g in first][:3] == ["bs", "cf", "a"]
+    # one already among the first stays where it is; nothing placed: nothing moves
+    assert [g[0].metadata["node_id"] for _, g in place_sections(scored, ["c-b"], 2)] == ["a", "b", "c", "cf", "d", "bs"]
+    assert place_sections(scored, [], 0) is scored
+
+
+@pytest.fixture
+def filing(make_index, tmp_path):
+    def build(measure_rank: int):
+        cfg = ProxyPointerConfig()
+        cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, measure_rank=measure_rank))
+        idx = make_index(cfg, store=tmp_path / f"store{measure_rank}")
+        rep = idx.ingest([FIXTURES / "harborlight-10k-2023.md"], show_progress=False)
+        assert rep.indexed == 1 and not rep.failed
+        return idx
+    return build
+
+
+def _titles(sections):
+    return [s.title for s in sections]
+
+
+def test_a_measure_named_without_its_statement_brings_the_statement_first(filing):
+    question = "Is Harborlight a capital-intensive business?"
+    off = _titles(Retriever(filing(-1)).retrieve(question, k=5))
+    assert "CONSOLIDATED STATEMENTS OF CASH FLOWS" not in off[:2]  # the words alone do not find it
+    on = _titles(Retriever(filing(0)).retrieve(question, k=5))
+    assert on[:2] == ["CONSOLIDATED STATEMENTS OF CASH FLOWS", "CONSOLIDATED BALANCE SHEETS"]
+    assert on[2:] == [t for t in off if t not in on[:2]][:3]  # the rest keeps its order
+
+
+def test_measure_rank_keeps_the_best_sections_ahead_and_a_named_statement_wins(filing):
+    idx = filing(2)
+    off = _titles(Retriever(filing(-1)).retrieve("What is the quick ratio of Harborlight?", k=5))
+    got = _titles(Retriever(idx).retrieve("What is the quick ratio of Harborlight?", k=5))
+    assert got[:2] == [t for t in off if t != "CONSOLIDATED BALANCE SHEETS"][:2]
+    assert got[2] == "CONSOLIDATED BALANCE SHEETS"
+    # a statement the query names is a label: it goes first, whatever measure_rank says
+    named = _titles(Retriever(idx).retrieve("From the cash flow statement, what is the quick ratio?", k=5))
+    assert named[0] == "CONSOLIDATED STATEMENTS OF CASH FLOWS"
