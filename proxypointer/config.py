@@ -363,11 +363,14 @@ class RetrievalConfig:
         demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
             no text of its own, shared case 11) after every section with text, unless a label
             in the query names them: their chunk matches any query that names the document.
-        measure_rank: When a query names a financial measure and no statement or label
-            ("quick ratio", "capital-intensive", "revenue growth"; ``measures.MEASURES``), the
-            statements the measure's definition reads (the document's first headings titled
-            as them) are placed after this many sections (0: first); -1: off
-            (``ranking.Ranker.measure_statements``).
+        implied_rank: Sections a query implies without naming them (``implied``): the
+            financial statements a measure it names reads ("quick ratio": the balance sheet;
+            ``implied.MEASURES``) and the sections the SEC forms prescribe for a topic it asks
+            about ("legal battles": Legal Proceedings and the contingencies note;
+            ``implied.TOPICS``) are placed after this many sections, in the document of the best
+            hit, unless a label in the query already put sections first. 0 (default): first,
+            measured on FinanceBench dev PDFs (docs/evaluation.md); -1: off
+            (``ranking.Ranker.implied_sections``).
     """
 
     k: int = 5
@@ -395,10 +398,10 @@ class RetrievalConfig:
     full_ranks: int = 2
     delivery_budget_tokens: int = 0
     demote_empty: bool = True
-    measure_rank: int = 0
+    implied_rank: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.measure_rank >= -1, "retrieval.measure_rank", f"expected an int >= -1, got {self.measure_rank}")
+        _check(self.implied_rank >= -1, "retrieval.implied_rank", f"expected an int >= -1, got {self.implied_rank}")
         _check(self.k >= 1, "retrieval.k", f"expected an int >= 1, got {self.k}")
         _check(self.overfetch >= 1, "retrieval.overfetch", f"expected an int >= 1, got {self.overfetch}")
         _check(self.rrf_k >= 1, "retrieval.rrf_k", f"expected an int >= 1, got {self.rrf_k}")

@@ -361,7 +361,7 @@ class Assembler:
         ranking = ranker.rank(ranker.route(query, where), max(cfg.overfetch, budget // 20))
         hits = ranker.hydrate(ranking.hits)
         scored = score_sections(hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-        scored = place_sections(scored, ranking.placed, cfg.measure_rank)
+        scored = place_sections(scored, ranking.placed, cfg.implied_rank)
         if cfg.demote_empty:  # breadcrumb-only sections after those with text (labels excepted)
             labelled = {*ranking.labelled, *ranking.placed}
 

@@ -31,23 +31,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .measures import statements_for_measures
+from .implied import statements_for_measures, topics_in_query
 from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
 from .titles import ROMAN_OR_LETTER as _ROMAN_OR_LETTER
 from .titles import arabic_to_roman as _arabic_to_roman
-from .titles import normalise_label, statement_kind
+from .titles import filing_label, normalise_label, statement_kind
 from .titles import plain_title as _plain
 from .titles import roman_to_arabic as _roman_to_arabic
 from .titles import title_words as _norm_title
 from .tree import DocumentTree, Node, split_lines
 
 if TYPE_CHECKING:
-    from .measures import statements_for_measures
-from .livetrees import LiveTrees
+    from .livetrees import LiveTrees
 
 __all__ = [
     "KINDS",
+    "TOPIC_TARGETS",
     "LabelIndex",
     "LabelLookup",
     "find_label_in_query",
@@ -56,6 +56,7 @@ __all__ = [
     "normalise_label",
     "resolve",
     "statements_in_query",
+    "topic_nodes",
 ]
 
 #: Canonical reference kinds.
@@ -579,18 +580,61 @@ class LabelLookup:
         return find_label_in_query(query, idx) if idx is not None else ()
 
     def implied(self, query: str, doc_id: str, version: str) -> tuple[str, ...]:
-        """Return the statement headings of a document version that a measure in the query reads.
+        """Return the sections of a document version that the query implies without naming them.
 
-        For each statement kind of :func:`proxypointer.measures.statements_for_measures`, the
-        first heading titled as that statement, as for a statement the query names
-        (:func:`find_label_in_query`). Empty when the query names no measure, the document has
-        no such statement, or the version is not live.
+        First, for each statement kind of :func:`proxypointer.implied.statements_for_measures`,
+        the first heading titled as that statement (as for a statement the query names,
+        :func:`find_label_in_query`); then, for each topic of
+        :func:`proxypointer.implied.topics_in_query`, the sections titled for it
+        (:func:`topic_nodes`). Empty when the query implies none, the document has none of
+        them, or the version is not live.
 
         Raises:
             StaleSourceError: If the stored text is missing.
         """
         kinds = statements_for_measures(query)
-        if not kinds:
+        topics = topics_in_query(query)
+        if not kinds and not topics:
             return ()
         idx = self.index(doc_id, version)
-        return tuple(_statement_nodes(kinds, idx)) if idx is not None else ()
+        if idx is None:
+            return ()
+        out = _statement_nodes(kinds, idx)
+        for _, title in topics:
+            out.extend(n for n in topic_nodes(title, idx) if n not in out)
+        return tuple(out)
+
+
+#: Most sections one topic of a query brings (the Item and the note that discloses it).
+TOPIC_TARGETS = 2
+
+
+def topic_nodes(title: re.Pattern[str], index: LabelIndex) -> list[str]:
+    """Sections titled for a topic (:data:`proxypointer.implied.TOPICS`), outermost first.
+
+    Args:
+        title: The topic's title pattern, searched in each heading's plain title.
+        index: A document's label index (its tree).
+
+    Returns:
+        Up to :data:`TOPIC_TARGETS` heading node ids in document order, none inside another
+        one found, none in a list of contents ("Table of Contents", "Index to ..."); an
+        Item's heading comes before the notes (``Item 3. Legal Proceedings``, then ``Note 16
+        - Commitments and Contingencies``).
+    """
+    tree = index.tree
+    if tree is None:
+        return []
+    found: list[str] = []
+    for n in tree.nodes:
+        if n.kind != "heading" or not title.search(_plain(n.title)):
+            continue
+        chain = [n, *tree.ancestors(n.node_id)]
+        if any(_is_contents(a) or "index to" in a.title.lower() for a in chain):
+            continue
+        if any(a.node_id in found for a in chain[1:]):
+            continue
+        found.append(n.node_id)
+    items = [i for i in found if (lab := filing_label(tree.node(i).title)) and lab[0] in ("part", "item")]
+    rest = [i for i in found if i not in items]
+    return (items + rest)[:TOPIC_TARGETS]

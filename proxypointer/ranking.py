@@ -32,10 +32,10 @@ import numpy as np
 
 from .errors import ConfigError, StaleSourceError, StoreError
 from .filters import doc_filter, filter_doc_ids, matches_where
+from .implied import statements_for_measures, topics_in_query
 from .labels import LabelLookup, mentions_label
 from .lexical import STOPWORDS, lexical_terms
 from .livetrees import LiveTrees
-from .measures import statements_for_measures
 from .querytext import focus_sentence
 from .routing import LexicalIndex, Route, TitleRouter, strip_titles
 from .store import Hit
@@ -211,7 +211,7 @@ class Ranking:
         labelled: Chunk ids put first because the query names their section's label
             (``retrieval.label_lookup``), best first; empty otherwise.
         placed: Chunk ids of the financial statements that a measure in the query reads
-            (:meth:`Ranker.measure_statements`), to be placed among the first sections by
+            (:meth:`Ranker.implied_sections`), to be placed among the first sections by
             :func:`place_sections`; empty otherwise.
     """
 
@@ -572,20 +572,20 @@ class Ranker:
         ids = {x.chunk_id for x in lead}
         return lead + [x for x in hits if x.chunk_id not in ids], tuple(x.chunk_id for x in lead)
 
-    def measure_statements(
+    def implied_sections(
         self, query: str, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray,
         cosine: dict[str, float], docs: int = 1,
     ) -> tuple[list[Hit], tuple[str, ...]]:
-        """Find the financial statements that a measure in the query reads, to be placed among the first sections.
+        """Find the sections a query implies without naming them, to be placed among the first sections.
 
         "Is Verizon a capital-intensive business?" names no statement, yet its figures are rows
-        of the cash flow statement and the balance sheet
-        (:func:`~proxypointer.measures.statements_for_measures`). In the document of the best
-        hit (at most ``docs`` documents tried, in rank order), the first heading titled as each
-        such statement (:meth:`~proxypointer.labels.LabelLookup.implied`) contributes one chunk
-        (chosen as in :meth:`label_first`). The retriever places their sections after the first
-        ``retrieval.measure_rank`` sections (:func:`place_sections`): below the sections the
-        question's words matched best (often the discussion of the measure), above the rest.
+        of the cash flow statement and the balance sheet; "Has PepsiCo any ongoing legal
+        battles?" is answered where the form puts litigation, "Legal Proceedings"
+        (:mod:`proxypointer.implied`). In the document of the best hit (at most ``docs``
+        documents tried, in rank order), each such section
+        (:meth:`~proxypointer.labels.LabelLookup.implied`) contributes one chunk (chosen as in
+        :meth:`label_first`). The retriever places their sections after the first
+        ``retrieval.implied_rank`` sections (:func:`place_sections`; 0: first).
 
         Args:
             query: The query as searched.
@@ -596,11 +596,11 @@ class Ranker:
             docs: Most documents looked up.
 
         Returns:
-            ``(hits, placed)``: the hits, with the statements' chunks that were not among them
-            added at the end (score 0), and those chunks' ids in statement order; ``(hits, ())``
-            when the query names no measure or the document has no such statement.
+            ``(hits, placed)``: the hits, with the implied sections' chunks that were not among
+            them added at the end (score 0), and those chunks' ids in order; ``(hits, ())``
+            when the query implies no section or the document has none of them.
         """
-        if not hits or not statements_for_measures(query):
+        if not hits or not (statements_for_measures(query) or topics_in_query(query)):
             return hits, ()
         found = self._named_chunks(hits, where, vectors, cosine, docs,
                                    lambda key: self.labels.implied(query, *key))
@@ -731,8 +731,8 @@ class Ranker:
         if cfg.label_lookup:
             hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine)
         placed: tuple[str, ...] = ()
-        if cfg.measure_rank >= 0 and not labelled:
-            hits, placed = self.measure_statements(route.query, hits, route.where, vectors, cosine)
+        if cfg.implied_rank >= 0 and not labelled:
+            hits, placed = self.implied_sections(route.query, hits, route.where, vectors, cosine)
         return Ranking(hits, cosine, vectors, labelled, placed)
 
     # -- records ----------------------------------------------------------------------------

@@ -534,7 +534,7 @@ class Retriever:
         while True:
             ranking = self.ranker.rank(route, n)
             scored = score_sections(ranking.hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-            scored = place_sections(scored, ranking.placed, cfg.measure_rank)
+            scored = place_sections(scored, ranking.placed, cfg.implied_rank)
             found = [_Candidate(group[0], group[0], score, ranking, tuple(group)) for score, group in scored]
             if cfg.nested == "merge":
                 found = self._merge_nested(found)

@@ -1,4 +1,17 @@
-"""Financial measures a question names, and the financial statements their formulas read.
+"""Sections a question about a filing implies without naming them. No LLM.
+
+Two kinds, both read from the question by rule:
+
+* **financial measures** and the statements their formulas read (:data:`MEASURES`,
+  :func:`statements_for_measures`);
+* **topics that Form 10-K and 10-Q prescribe a section for** (:data:`TOPICS`,
+  :func:`topics_in_query`): litigation is disclosed under "Legal Proceedings" (Regulation S-K
+  Item 103; 10-K Item 3, 10-Q Part II Item 1) and in the notes on commitments and
+  contingencies (ASC 450); risks under "Risk Factors" (Item 105; 10-K Item 1A); market risk
+  under "Quantitative and Qualitative Disclosures About Market Risk" (Item 305; 10-K Item 7A).
+
+Measures
+--------
 
 A question about a filing often asks for a measure without naming the statement it comes
 from: "Is Verizon a capital-intensive business?" (capital expenditure: the cash flow
@@ -15,17 +28,18 @@ define each statement under US GAAP / IFRS: ASC 210 balance sheet, ASC 220/225 i
 statement, ASC 230 cash flows). It is a list of *kinds* of question about a statement, not of
 questions: every entry is a measure any analyst computes, whichever filing is asked about.
 
-:func:`statements_for_measures` reads them from a question; retrieval
-(:meth:`proxypointer.ranking.Ranker.measure_statements`) then places the document's own
-statements among the first hits, below the best ones, so that the rows with the figures are
-delivered beside the discussion of them.
+Retrieval (:meth:`proxypointer.ranking.Ranker.implied_sections`, ``retrieval.implied_rank``)
+places the document's own statements and prescribed sections
+(:meth:`proxypointer.labels.LabelLookup.implied`) among its first sections, so that the rows
+with the figures, or the section the form puts the subject in, are delivered whatever words
+the question shares with them.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MEASURES", "statements_for_measures"]
+__all__ = ["MEASURES", "TOPICS", "statements_for_measures", "topics_in_query"]
 
 _I, _B, _C = "income", "balance_sheet", "cash_flows"
 
@@ -95,3 +109,47 @@ def statements_for_measures(query: str) -> tuple[str, ...]:
         if kind not in out:
             out.append(kind)
     return tuple(out)
+
+
+#: ``(topic, question pattern, title pattern)``: a subject for which the SEC forms prescribe a
+#: section, the words that ask about it (regular expressions, case-insensitive, whole words),
+#: and the titles of the sections that hold it (searched in the plain heading title). Sources:
+#: Regulation S-K Items 103, 105 and 305 (17 CFR 229.103, .105, .305); ASC 450 (loss
+#: contingencies, where notes disclose litigation).
+TOPICS: tuple[tuple[str, str, str], ...] = (
+    ("legal",
+     r"legal\s+(?:battles?|proceedings?|actions?|matters?|disputes?|cases?|challenges?|claims?|issues?)"
+     r"|litigations?|lawsuits?|law\s?suits?|class\s+actions?",
+     r"legal\s+proceedings|litigation|contingenc"),
+    ("risk_factors", r"risk\s+factors", r"risk\s+factors"),
+    ("market_risk",
+     r"market\s+risks?|interest[- ]rate\s+risks?|(?:foreign\s+)?(?:currency|exchange[- ]rate)\s+risks?",
+     r"market\s+risk"),
+)
+
+_TOPICS = tuple((key, re.compile(rf"(?<![\w-])(?:{q})(?![\w-])", re.IGNORECASE), re.compile(t, re.IGNORECASE))
+                for key, q, t in TOPICS)
+
+
+def topics_in_query(query: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Topics of :data:`TOPICS` a question asks about, with the title pattern of their sections.
+
+    Args:
+        query: The question.
+
+    Returns:
+        ``(topic, title pattern)`` pairs in the order the topics stand in the question; empty
+        when it asks about none.
+
+    Example:
+        >>> [t for t, _ in topics_in_query("Has Pepsico reported any materially important ongoing legal battles?")]
+        ['legal']
+        >>> topics_in_query("What drove gross margin?")
+        ()
+    """
+    found = []
+    for key, ask, title in _TOPICS:
+        m = ask.search(query)
+        if m:
+            found.append((m.start(), key, title))
+    return tuple((key, title) for _, key, title in sorted(found))

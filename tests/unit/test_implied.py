@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.measures import statements_for_measures
+from proxypointer.implied import statements_for_measures, topics_in_query
+from proxypointer.labels import label_index, topic_nodes
 from proxypointer.ranking import place_sections
 from proxypointer.retrieval import Retriever
 from proxypointer.store import Hit
+from proxypointer.tree import build_tree, split_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -43,6 +45,63 @@ def test_statements_for_measures(query, kinds):
     assert statements_for_measures(query) == kinds
 
 
+@pytest.mark.parametrize(
+    "query, topics",
+    [
+        ("Has Pepsico reported any materially important ongoing legal battles from FY2022?", ["legal"]),
+        ("Is the company involved in litigation or class actions?", ["legal"]),
+        ("Which lawsuits were filed against it?", ["legal"]),
+        ("What are the main risk factors, and its interest rate risk?", ["risk_factors", "market_risk"]),
+        ("What drove gross margin change?", []),
+        ("Who is the legal counsel?", []),  # a lawyer is no lawsuit
+    ],
+)
+def test_topics_in_query(query, topics):
+    assert [t for t, _ in topics_in_query(query)] == topics
+
+
+FILING = """# ACME 10-K
+
+## Table of Contents
+
+Item 3. Legal Proceedings 20
+
+## PART I
+
+### Item 1A. Risk Factors
+
+Our risks.
+
+### Item 3. Legal Proceedings
+
+See Note 16.
+
+#### Litigation relating to the merger
+
+A shareholder sued.
+
+## PART II
+
+### Item 8. Financial Statements
+
+#### Notes to Consolidated Financial Statements
+
+##### Note 16 - Commitments and Contingencies
+
+We are a defendant in lawsuits.
+"""
+
+
+def test_topic_nodes_are_the_prescribed_item_then_the_note_never_the_contents_nor_a_subsection():
+    tree = build_tree(FILING, "acme")
+    idx = label_index(tree, split_lines(FILING))
+    ((_, title),) = topics_in_query("Any ongoing legal battles?")
+    got = [tree.node(n).title for n in topic_nodes(title, idx)]
+    assert got == ["Item 3. Legal Proceedings", "Note 16 - Commitments and Contingencies"]
+    ((_, risks),) = topics_in_query("What are its risk factors?")
+    assert [tree.node(n).title for n in topic_nodes(risks, idx)] == ["Item 1A. Risk Factors"]
+
+
 def _hit(cid: str, node: str, score: float) -> Hit:
     return Hit(cid, "", {"doc_id": "d", "node_id": node}, score)
 
@@ -66,10 +125,10 @@ def test_place_sections_moves_the_placed_sections_up_keeping_the_first_ones_and_
 
 @pytest.fixture
 def filing(make_index, tmp_path):
-    def build(measure_rank: int):
+    def build(implied_rank: int):
         cfg = ProxyPointerConfig()
-        cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, measure_rank=measure_rank))
-        idx = make_index(cfg, store=tmp_path / f"store{measure_rank}")
+        cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, implied_rank=implied_rank))
+        idx = make_index(cfg, store=tmp_path / f"store{implied_rank}")
         rep = idx.ingest([FIXTURES / "harborlight-10k-2023.md"], show_progress=False)
         assert rep.indexed == 1 and not rep.failed
         return idx
@@ -89,12 +148,12 @@ def test_a_measure_named_without_its_statement_brings_the_statement_first(filing
     assert on[2:] == [t for t in off if t not in on[:2]][:3]  # the rest keeps its order
 
 
-def test_measure_rank_keeps_the_best_sections_ahead_and_a_named_statement_wins(filing):
+def test_implied_rank_keeps_the_best_sections_ahead_and_a_named_statement_wins(filing):
     idx = filing(2)
     off = _titles(Retriever(filing(-1)).retrieve("What is the quick ratio of Harborlight?", k=5))
     got = _titles(Retriever(idx).retrieve("What is the quick ratio of Harborlight?", k=5))
     assert got[:2] == [t for t in off if t != "CONSOLIDATED BALANCE SHEETS"][:2]
     assert got[2] == "CONSOLIDATED BALANCE SHEETS"
-    # a statement the query names is a label: it goes first, whatever measure_rank says
+    # a statement the query names is a label: it goes first, whatever implied_rank says
     named = _titles(Retriever(idx).retrieve("From the cash flow statement, what is the quick ratio?", k=5))
     assert named[0] == "CONSOLIDATED STATEMENTS OF CASH FLOWS"
