@@ -597,7 +597,9 @@ class Ranker:
 
         Returns:
             ``(hits, placed)``: the hits, with the implied sections' chunks that were not among
-            them added at the end (score 0), and those chunks' ids in order; ``(hits, ())``
+            them added at the end (score 0), or with ``implied_rank`` 0 all of them first
+            (scored as :meth:`label_first` scores, so that chunk-ordered delivery follows), and
+            those chunks' ids in order; ``(hits, ())``
             when the query implies no section or the document has none of them.
         """
         if not hits or not (statements_for_measures(query) or topics_in_query(query)):
@@ -606,8 +608,13 @@ class Ranker:
                                    lambda key: self.labels.implied(query, *key))
         if not found:
             return hits, ()
+        ids = tuple(x.chunk_id for x in found)
+        if self.config.implied_rank == 0:  # first, scored as label_first scores: the assembler follows
+            top = hits[0].score
+            lead = [replace(x, score=top + 1.0 - 0.01 * i) for i, x in enumerate(found)]
+            return lead + [x for x in hits if x.chunk_id not in set(ids)], ids
         have = {h.chunk_id for h in hits}
-        return hits + [x for x in found if x.chunk_id not in have], tuple(x.chunk_id for x in found)
+        return hits + [x for x in found if x.chunk_id not in have], ids
 
     def _named_chunks(
         self, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray, cosine: dict[str, float],
