@@ -144,7 +144,7 @@ def test_a_measure_named_without_its_statement_brings_the_statement_first(filing
     off = _titles(Retriever(filing(-1)).retrieve(question, k=5))
     assert "CONSOLIDATED STATEMENTS OF CASH FLOWS" not in off[:2]  # the words alone do not find it
     on = _titles(Retriever(filing(0)).retrieve(question, k=5))
-    assert on[:2] == ["CONSOLIDATED STATEMENTS OF CASH FLOWS", "CONSOLIDATED BALANCE SHEETS"]
+    assert set(on[:2]) == {"CONSOLIDATED STATEMENTS OF CASH FLOWS", "CONSOLIDATED BALANCE SHEETS"}
     assert on[2:] == [t for t in off if t not in on[:2]][:3]  # the rest keeps its order
 
 
