@@ -60,10 +60,11 @@ MEASURES: tuple[tuple[str, tuple[str, ...]], ...] = (
      r"|days\s+(?:of|in)\s+inventory|cash\s+conversion\s+cycle", (_I, _B)),
     (r"return\s+on\s+(?:average\s+)?(?:assets|equity|invested\s+capital|capital\s+employed)"
      r"|\bro(?:a|e|ic|ce)\b", (_I, _B)),
-    # profitability: the income statement
+    # profitability: the income statement (not the effective tax rate: filings disclose it,
+    # reconciled, in the income taxes note and MD&A)
     (r"(?:gross|operating|ebitda|ebit|net|profit|pre-?tax)\s+(?:profit\s+)?margins?"
      r"|gross\s+profit|operating\s+income|operating\s+profit|\bebit\b"
-     r"|effective\s+tax\s+rate|earnings\s+per\s+share|\beps\b"
+     r"|earnings\s+per\s+share|\beps\b"
      r"|(?:total\s+)?(?:revenue|net\s+sales|sales)\s+(?:growth|cagr)|\bcagr\b"
      r"|cost\s+of\s+(?:goods\s+sold|sales|revenues?)|\bcogs\b", (_I,)),
     (r"\bebitda\b", (_I, _C)),

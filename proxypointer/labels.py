@@ -251,7 +251,7 @@ def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
         if m and not hl and (m.group(0).rstrip()[-1:] in ".):" or m.group("label")[0].isdigit()):
             idx.numbered.setdefault(normalise_label(m.group("label")), []).append(n.node_id)
         idx.titles.setdefault(_norm_title(n.title), []).append(n.node_id)
-        statement = statement_kind(n.title)
+        statement = statement_kind(n.title, heading=True)
         if statement:
             idx.statements.setdefault(statement, []).append(n.node_id)
         low = plain.lower()

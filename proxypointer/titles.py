@@ -359,6 +359,9 @@ _STATEMENT_TITLE = re.compile(
 # lower-case word makes it a sentence ("... balance sheets consist of"), and these words make
 # it another table or a discussion of the statement.
 _STATEMENT_TAIL = re.compile(r"^(?:$|[(:–—-]|[A-Z0-9])")
+# The period a heading (not a line of text) may give in lower case after the name: "as of
+# December 31, 2022 and 2021", "at June 30", "for the years ended ...", "for the three months ended".
+_STATEMENT_PERIOD = re.compile(r"^(?:as\s+(?:of|at)\s|at\s+[A-Z]|for\s+the\s+(?:[\w-]+\s+){0,3}(?:ended|ending)\s)")
 _STATEMENT_NOT_BEFORE = frozenset(
     "analysis changes condensed-consolidating consolidating discussion key note notes off review selected summary "
     "supplemental".split()
@@ -368,7 +371,7 @@ _STATEMENT_NOT_AFTER = frozenset(
 )
 
 
-def statement_kind(title: str) -> str | None:
+def statement_kind(title: str, *, heading: bool = False) -> str | None:
     """Tell which primary financial statement a heading title names, if any.
 
     A financial statement's title names the statement, optionally after the company's name and
@@ -385,6 +388,10 @@ def statement_kind(title: str) -> str | None:
 
     Args:
         title: Heading title as written.
+        heading: The title is a heading already (not a line of text that may become one): it
+            may also end in its period in lower case, ``Consolidated Balance Sheets as of
+            December 31, 2022 and 2021``, ``... for the years ended ...`` (a printed contents'
+            entry placed as a heading); a line of text like that may be a sentence.
 
     Returns:
         One of :data:`STATEMENT_KINDS` (``income`` also for "statements of operations",
@@ -409,7 +416,8 @@ def statement_kind(title: str) -> str | None:
         return None
     if any(w[:1].islower() and w not in ("and", "&", "&amp;", "of", "de") for w in head):
         return None
-    if not _STATEMENT_TAIL.match(tail) or tail.isdigit():  # "Consolidated Balance Sheets 45": a contents line
+    dated = heading and _STATEMENT_PERIOD.match(tail)
+    if not (_STATEMENT_TAIL.match(tail) or dated) or tail.isdigit():  # "Consolidated Balance Sheets 45": contents
         return None
     first_tail = tail.split()[0].strip(",.():").casefold() if tail.split() else ""
     if first_tail in _STATEMENT_NOT_AFTER:

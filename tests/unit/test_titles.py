@@ -312,3 +312,19 @@ def test_statement_kind_reads_the_titles_of_financial_statements(title, kind):
 )
 def test_statement_kind_leaves_titles_that_only_mention_a_statement(title):
     assert statement_kind(title) is None
+
+
+@pytest.mark.parametrize(
+    "title, kind",
+    [
+        ("Consolidated Balance Sheets as of December 31, 2022 and 2021", "balance_sheet"),
+        ("Consolidated Statements of Operations for the years ended December 31, 2022, 2021 and 2020", "income"),
+        ("Condensed Consolidated Statements of Cash Flows for the three months ended March 31", "cash_flows"),
+        ("Consolidated balance sheets at June 30, 2022", "balance_sheet"),
+        ("Consolidated balance sheets as discussed below", None),
+        ("Amounts recognized in the consolidated balance sheets consist of", None),
+    ],
+)
+def test_a_heading_may_give_its_statements_period_in_lower_case_a_line_of_text_may_not(title, kind):
+    assert statement_kind(title, heading=True) == kind
+    assert statement_kind(title) is None  # as a line of text it may be a sentence
