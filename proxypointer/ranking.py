@@ -210,9 +210,10 @@ class Ranking:
         vectors: The query vectors searched, float32 ``(n_windows, dim)``, rows L2-normalised.
         labelled: Chunk ids put first because the query names their section's label
             (``retrieval.label_lookup``), best first; empty otherwise.
-        placed: Chunk ids of the financial statements that a measure in the query reads
-            (:meth:`Ranker.implied_sections`), to be placed among the first sections by
-            :func:`place_sections`; empty otherwise.
+        placed: Chunk ids of the sections the query implies without naming them (the
+            statements a measure reads, the sections a form prescribes for a topic:
+            :meth:`Ranker.implied_sections`), to be placed after the first
+            ``retrieval.implied_rank`` sections by :func:`place_sections`; empty otherwise.
     """
 
     hits: list[Hit]
