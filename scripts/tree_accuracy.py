@@ -7,7 +7,9 @@ Usage:
 ``--gold bookmarks`` scores each PDF against its own bookmarks (PDFs without any are left
 out); run it with ``--bookmarks off`` to score the tree built without them, as a PDF without
 bookmarks would get. ``--gold DIR`` scores each PDF that has ``DIR/<doc_id>.yaml`` (or
-``.json``). Conversions are kept in ``--cache`` (default: the eval harness's), so a second run
+``.json``). ``--markdown DIR`` scores ``DIR/<doc_id>.md`` instead of converting the PDF: markdown
+from another converter, with page markers of a style ``proxypointer.pages`` reads, built into a
+tree as markdown input is. Conversions are kept in ``--cache`` (default: the eval harness's), so a second run
 converts nothing. Prints a markdown table: per document recall, nesting and unsupported
 headings, then the pooled figures (sums over documents) and the means over documents.
 """
@@ -31,12 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", help="YAML config (pdf: and tree: sections); default: the defaults")
     ap.add_argument("--cache", default=str(ROOT / ".proxypointer" / "eval-cache" / "converted"))
     ap.add_argument("--missing", action="store_true", help="list the gold entries not found, per document")
+    ap.add_argument("--markdown", help="folder of <doc_id>.md (another converter's output, with page markers) "
+                    "to score instead of converting the PDFs")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     from proxypointer.config import ProxyPointerConfig, load_config
     from proxypointer.outline import load_outline, pdf_outline
-    from proxypointer.pages import stored_page_map
+    from proxypointer.pages import page_map, stored_page_map
     from proxypointer.readers import PDFReader
     from proxypointer.tree import build_tree, split_lines
     from proxypointer.treescore import score_tree
@@ -58,8 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     if not golds:
         print(f"no gold outline for any PDF of {args.pdfs}", file=sys.stderr)
         return 1
-    reads = reader.read_many([str(p) for p in golds])
-    print(f"gold: {args.gold}; pdf.bookmarks: {args.bookmarks}\n")
+    if args.markdown:
+        golds = {p: g for p, g in golds.items() if (Path(args.markdown) / f"{p.stem}.md").exists()}
+        if not golds:
+            print(f"no <doc_id>.md in {args.markdown} for a PDF with a gold outline", file=sys.stderr)
+            return 1
+        reads = [Path(args.markdown, f"{p.stem}.md").read_text(encoding="utf-8") for p in golds]
+    else:
+        reads = reader.read_many([str(p) for p in golds])
+    source = f"markdown: {args.markdown}" if args.markdown else f"pdf.bookmarks: {args.bookmarks}"
+    print(f"gold: {args.gold}; {source}\n")
     print("| document | gold | recall | nesting | unsupported / headings |")
     print("|---|---|---|---|---|")
     scores = []
@@ -67,8 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(read, Exception):
             print(f"| {pdf.stem} | {len(gold)} | error: {read} | | |")
             continue
-        tree = build_tree(read.text, pdf.stem, cfg.tree, paged=read.pages is not None)
-        pages = stored_page_map(read.pages, split_lines(read.text))
+        if isinstance(read, str):  # --markdown: pages from its markers
+            tree = build_tree(read, pdf.stem, cfg.tree, paged=True)
+            pages = page_map(split_lines(read))
+        else:
+            tree = build_tree(read.text, pdf.stem, cfg.tree, paged=read.pages is not None)
+            pages = stored_page_map(read.pages, split_lines(read.text))
         s = score_tree(tree, pages.page_of, gold)
         scores.append(s)
         print(f"| {pdf.stem} | {s.gold} | {s.recall:.3f} | {s.nesting:.3f} | {len(s.unsupported)} / {s.headings} |")
