@@ -39,7 +39,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MEASURES", "TOPICS", "statements_for_measures", "topics_in_query"]
+__all__ = ["IMPLIED_TARGETS", "MEASURES", "TOPICS", "statements_for_measures", "topics_in_query"]
+
+#: Most sections one query implies (a question naming many measures and topics must not push
+#: every section its words found out of the first ranks). The dev questions imply at most 2.
+IMPLIED_TARGETS = 3
 
 _I, _B, _C = "income", "balance_sheet", "cash_flows"
 

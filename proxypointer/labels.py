@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .implied import statements_for_measures, topics_in_query
+from .implied import IMPLIED_TARGETS, statements_for_measures, topics_in_query
 from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
 from .titles import ROMAN_OR_LETTER as _ROMAN_OR_LETTER
@@ -586,8 +586,8 @@ class LabelLookup:
         the first heading titled as that statement (as for a statement the query names,
         :func:`find_label_in_query`); then, for each topic of
         :func:`proxypointer.implied.topics_in_query`, the sections titled for it
-        (:func:`topic_nodes`). Empty when the query implies none, the document has none of
-        them, or the version is not live.
+        (:func:`topic_nodes`); at most :data:`proxypointer.implied.IMPLIED_TARGETS`. Empty
+        when the query implies none, the document has none of them, or the version is not live.
 
         Raises:
             StaleSourceError: If the stored text is missing.
@@ -602,7 +602,7 @@ class LabelLookup:
         out = _statement_nodes(kinds, idx)
         for _, title in topics:
             out.extend(n for n in topic_nodes(title, idx) if n not in out)
-        return tuple(out)
+        return tuple(out[:IMPLIED_TARGETS])
 
 
 #: Most sections one topic of a query brings (the Item and the note that discloses it).

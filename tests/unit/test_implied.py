@@ -157,3 +157,17 @@ def test_implied_rank_keeps_the_best_sections_ahead_and_a_named_statement_wins(f
     # a statement the query names is a label: it goes first, whatever implied_rank says
     named = _titles(Retriever(idx).retrieve("From the cash flow statement, what is the quick ratio?", k=5))
     assert named[0] == "CONSOLIDATED STATEMENTS OF CASH FLOWS"
+
+
+def test_a_query_implies_at_most_three_sections(filing):
+    idx = filing(0)
+    ranker = Retriever(idx).ranker
+    version = idx.registry.get("harborlight-10k-2023").version
+    tree = ranker.trees.get("harborlight-10k-2023", version).tree
+    question = "Compare the inventory turnover, the capex and the risk factors"
+    got = [tree.node(n).title for n in ranker.labels.implied(question, "harborlight-10k-2023", version)]
+    # income and balance sheet (turnover), cash flows (capex); Item 1A would be the fourth
+    assert got == ["CONSOLIDATED STATEMENTS OF OPERATIONS", "CONSOLIDATED BALANCE SHEETS",
+                   "CONSOLIDATED STATEMENTS OF CASH FLOWS"]
+    assert [tree.node(n).title for n in ranker.labels.implied("What are the risk factors?", "harborlight-10k-2023",
+                                                              version)] == ["ITEM 1A. RISK FACTORS"]
