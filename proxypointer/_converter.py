@@ -13,8 +13,10 @@ and tables is never promoted. Title and numbering rules live in :mod:`proxypoint
   CommonMark types 6 and 7 (ordinary elements) count, and no line inside a comment or a
   ``<pre>``, ``<script>``, ``<style>`` or ``<textarea>`` element (shared case 30).
 * ``drop_row_headings`` (converter rule): headings that read like table rows or page
-  furniture are not sections (:func:`proxypointer.titles.is_row_or_furniture`); their lines
-  join the section before them.
+  furniture are not sections (:func:`proxypointer.titles.is_row_or_furniture`), nor are
+  lines of a printed table of contents (:func:`proxypointer.contentslines.contents_region`:
+  ``PART II`` over ``Item 5. Market ... 20`` points at a section; no title or label rule
+  promotes them either); their lines join the section before them.
 * ``relevel_numbered`` (shared case 13): only when every markdown heading has the same level
   and at least 2 carry numbering; level = number of numeric components (``3`` -> 1,
   ``3.2.1`` -> 3, ``3.1.`` -> 2, ``Item 7`` -> 1, ``Annex 2.1`` / ``Appendix A.1`` -> 2).
@@ -62,6 +64,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._markdown import Heading
+from .contentslines import contents_region
 from .pages import page_map
 from .titles import (
     SIGNATURE,
@@ -221,38 +224,17 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
         are part, item or note headings (not a filing).
 
     """
-    labels = [filing_label(h.title) for h in headings]
-    kinds = [lab[0] if lab else "" for lab in labels]
-    if sum(1 for k in kinds if k in ("part", "item", "note")) < FILING_MIN_LABELS:
+    structure = filing_structure(headings)
+    if structure is None:
         return headings
-    part_level = 1
-    item_level = 2 if "part" in kinds else 1
-    levels: list[int] = [0] * len(headings)
+    kinds, levels = structure
     anchor_of: list[int] = [-1] * len(headings)  # index of the anchor of an unlabelled heading
-    part_open = item_open = statements_open = False
-    notes_level = 0
     anchor = -1
     for i, kind in enumerate(kinds):
-        if kind == "statements":
-            statements_open = True
-        if kind == "numbered" and (notes_level or statements_open):
-            kind = kinds[i] = "note"
-        if kind not in ("part", "item", "notes", "note"):
-            kinds[i] = ""
-            anchor_of[i] = anchor
-            continue
-        container = item_level if item_open else (part_level if part_open else 0)
-        if kind == "part":
-            levels[i] = part_level
-            part_open, item_open, notes_level, statements_open = True, False, 0, False
-        elif kind == "item":
-            levels[i] = item_level
-            item_open, notes_level, statements_open = True, 0, False
-        elif kind == "notes":
-            levels[i] = notes_level = container + 1
+        if kind:
+            anchor = i
         else:
-            levels[i] = (notes_level or container) + 1
-        anchor = i
+            anchor_of[i] = anchor
     written: dict[int, set[int]] = {}
     for i, a in enumerate(anchor_of):
         if not kinds[i]:
@@ -267,6 +249,46 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
     changed = sum(1 for a, b in zip(headings, out, strict=True) if a.level != b.level)
     logger.debug("filing structure: %d of %d headings re-levelled", changed, len(out))
     return out
+
+
+def filing_structure(headings: list[Heading]) -> tuple[list[str], list[int]] | None:
+    """Find the labelled headings of an SEC filing and their levels (:func:`relevel_filing`'s rule).
+
+    Returns:
+        ``(kinds, levels)`` per heading: kind ``part``, ``item``, ``notes`` (the heading of the
+        notes) or ``note`` (``Note 14``, or ``14. Debt`` inside the notes), with its level;
+        ``""`` and 0 for every other heading. None when fewer than
+        :data:`FILING_MIN_LABELS` headings are parts, items or notes (not a filing).
+    """
+    labels = [filing_label(h.title) for h in headings]
+    kinds = [lab[0] if lab else "" for lab in labels]
+    if sum(1 for k in kinds if k in ("part", "item", "note")) < FILING_MIN_LABELS:
+        return None
+    part_level = 1
+    item_level = 2 if "part" in kinds else 1
+    levels: list[int] = [0] * len(headings)
+    part_open = item_open = statements_open = False
+    notes_level = 0
+    for i, kind in enumerate(kinds):
+        if kind == "statements":
+            statements_open = True
+        if kind == "numbered" and (notes_level or statements_open):
+            kind = kinds[i] = "note"
+        if kind not in ("part", "item", "notes", "note"):
+            kinds[i] = ""
+            continue
+        container = item_level if item_open else (part_level if part_open else 0)
+        if kind == "part":
+            levels[i] = part_level
+            part_open, item_open, notes_level, statements_open = True, False, 0, False
+        elif kind == "item":
+            levels[i] = item_level
+            item_open, notes_level, statements_open = True, 0, False
+        elif kind == "notes":
+            levels[i] = notes_level = container + 1
+        else:
+            levels[i] = (notes_level or container) + 1
+    return kinds, levels
 
 
 #: Fewest headings that read like table rows or page furniture for ``converter_output: auto``
@@ -400,7 +422,8 @@ def _nested_level(found: list[Heading], extra: list[Heading]) -> list[Heading]:
     return merged
 
 
-def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> tuple[list[Heading], int]:
+def flatten_levels(headings: list[Heading], lines: list[str] | None = None,
+                   filing: bool = False) -> tuple[list[Heading], int]:
     """Give every heading the depth of its numbering, 2 when it has none (module docstring).
 
     A financial statement's title (:func:`proxypointer.titles.statement_kind`) keeps the
@@ -418,6 +441,10 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         headings: Headings in line order.
         lines: ``split_lines`` of the text (line ``i`` is ``lines[i - 1]``), to read the text
             under a heading; without it no heading nests under a statement's title.
+        filing: In a filing (:func:`filing_structure`), parts, items, the notes heading and
+            notes take their labels' levels (``PART II`` 1 > ``Item 8`` 2 > notes 3 > ``Note
+            14`` 4) and every other heading is flattened below the label before it (its
+            numbering depth, else 1, below it).
 
     Returns:
         ``(headings, title_line)``: the re-levelled headings, and the line of the first
@@ -432,8 +459,15 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         if headings[0].level == top and sum(1 for h in headings if h.level == top) == 1:
             title_line = headings[0].line
     out: list[Heading] = []
+    structure = filing_structure(headings) if filing else None
+    base = 0  # level of the last labelled heading of a filing (0: none, or not a filing)
     statement = 0  # level of the open financial statement's title, 0 when none is open
     for i, h in enumerate(headings):
+        if structure is not None and structure[0][i]:
+            base = structure[1][i]
+            statement = 0
+            out.append(Heading(h.line, h.last_line, min(base, 6), h.title, h.md_level, h.source))
+            continue
         depth = min(numbering_depth(h.title), 6)
         label = filing_label(h.title)
         kind = statement_kind(h.title)
@@ -447,9 +481,11 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None) -> t
         if statement and not own_table:
             statement = 0
         level = depth or (statement + 1 if statement else 2)
+        if base and not statement:
+            level = base + (depth or 1)
         if kind and not depth and own_table:  # a statement's title over prose discusses it (MD&A)
             statement = level
-        out.append(Heading(h.line, h.last_line, level, h.title, h.md_level, h.source))
+        out.append(Heading(h.line, h.last_line, min(level, 6), h.title, h.md_level, h.source))
     return out, title_line
 
 
@@ -489,8 +525,10 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     anchor that :func:`relevel_filing` gives it (a note two below an item: under the notes
     heading), elsewhere at the anchor's level + 1 + the rank of its own level among the
     other headings under that anchor, so their relative nesting is kept; at most 6. A text
-    heading whose title matches the outline heading at most
-    :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice.
+    heading whose title matches an outline heading at most
+    :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice. A part
+    or item below an outline heading that its labels put at or above it ("Item 9" after an
+    outline note of Item 8) climbs out to the depth its labels give it.
 
     Args:
         headings: Headings in line order, some of source ``outline``.
@@ -507,12 +545,12 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
                                      for h in outline])
         fixed = {h.line: h.level for h in relevelled}
     kept: list[Heading] = []
-    anchor: Heading | None = None
+    recent: list[Heading] = []  # outline headings at most OUTLINE_DUPLICATE_LINES before
     for h in headings:
+        recent = [o for o in recent if h.line - o.line <= OUTLINE_DUPLICATE_LINES]
         if h.source == "outline":
-            anchor = h
-        elif (anchor is not None and h.line - anchor.line <= OUTLINE_DUPLICATE_LINES
-              and title_match(h.title, anchor.title)):
+            recent.append(h)
+        elif any(title_match(h.title, o.title) for o in recent):
             continue
         kept.append(h)
     anchor_line = 0
@@ -530,16 +568,30 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
         >= FILING_MIN_LABELS
     out: list[Heading] = []
     anchor_line = 0
+    opened: list[Heading] = []  # outline headings seen, for a part or item that climbs out
     for h in kept:
         if h.source == "outline":
             anchor_line = h.line
             level = fixed[h.line]
+            opened.append(h)
+        elif is_filing and anchor_line and filing[h.line] <= filing[anchor_line] and _is_part_or_item(h.title):
+            # "Item 9" after an outline note of Item 8: as deep below the last outline heading
+            # above it in the filing's structure as the labels say, never inside the note
+            above = next((o for o in reversed(opened) if filing[o.line] < filing[h.line]), None)
+            level = (fixed[above.line] + filing[h.line] - filing[above.line]) if above else filing[h.line]
         elif is_filing and anchor_line:
             level = fixed[anchor_line] + max(1, filing[h.line] - filing[anchor_line])
+        elif is_filing:
+            level = filing[h.line]  # before the first outline heading: the labels' level
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
         out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), h.title, h.md_level, h.source))
     return out
+
+
+def _is_part_or_item(title: str) -> bool:
+    lab = filing_label(title)
+    return bool(lab) and lab[0] in ("part", "item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -719,10 +771,12 @@ def apply_converter_modes(
     if config.html_headings:
         found = sorted(found + _html_headings(tokens), key=lambda h: h.line)
     dropped: list[Heading] = []
+    contents: frozenset[int] = frozenset()  # 0-based lines of a printed table of contents
     if drop:
-        dropped = [h for h in found if not keep(h)]
-        found = [h for h in found if keep(h)]
-        logger.debug("dropped %d row or furniture headings", len(dropped))
+        contents = contents_region(lines, skip)
+        dropped = [h for h in found if not keep(h) or (h.line - 1 in contents and h.source != "outline")]
+        found = [h for h in found if h not in dropped]
+        logger.debug("dropped %d row, furniture or contents headings", len(dropped))
     if config.relevel_numbered:
         found = _relevel(found)
     promoted: list[Heading] = []
@@ -731,13 +785,14 @@ def apply_converter_modes(
         promoted = [
             Heading(i + 1, i + 1, 0, lines[i].strip(), 0, "title")
             for i in title_line_candidates(tokens, lines, front_matter_end, skip)
-            if i + 1 not in taken
+            if i + 1 not in taken and i not in contents
         ]
         found = _nested_level(found, promoted)
         logger.debug("promoted %d title lines", len(promoted))
     if "label_lines" in rules:
         taken = {h.line for h in found}
-        labelled = [h for h in label_line_candidates(tokens, lines, skip) if h.line not in taken]
+        labelled = [h for h in label_line_candidates(tokens, lines, skip)
+                    if h.line not in taken and h.line - 1 not in contents]
         found = _nested_level(found, labelled)
         logger.debug("%d label lines made headings", len(labelled))
     if "relevel_filing" in rules:
@@ -762,7 +817,7 @@ def apply_converter_modes(
         found = _nested_level(found, [h for h in bold if h.line not in taken and keep(h)])
     title_line = 0
     if "flatten_levels" in rules:
-        found, title_line = flatten_levels(found, lines)
+        found, title_line = flatten_levels(found, lines, filing="relevel_filing" in rules)
     if any(h.source == "outline" for h in found):
         found = outline_levels(found)
     relevelled = sum(1 for h in found if h.md_level and h.level != h.md_level)

@@ -84,10 +84,11 @@ class TreeConfig:
         flatten_levels: Converter rule: levels as written are ignored; every heading takes
             the depth of its numbering (``Item 7`` 1, ``Section 2.05`` 2; unnumbered 2, inside the
             numbered section before it).
-        relevel_filing: Converter rule (not with ``flatten_levels``): SEC filings re-levelled
-            from their labels: ``PART II`` > ``ITEM 7.`` > ``Notes to ... Financial
-            Statements`` > ``Note 14``, other headings under the label before them
-            (``_converter.relevel_filing``).
+        relevel_filing: Converter rule: SEC filings re-levelled from their labels: ``PART
+            II`` > ``ITEM 7.`` > ``Notes to ... Financial Statements`` > ``Note 14``, other
+            headings under the label before them (``_converter.relevel_filing``). With
+            ``flatten_levels`` on too, the labels give the levels of parts, items and notes
+            and every other heading is flattened below the label before it.
         bold_headings: Treat a line that is one ``**...**``/``__...__`` span, between blank
             lines, as a heading one level below its parent (converter output; off by default).
         numbered_headings: Treat plain lines like ``2.3.1 Results`` (<= 8 words, not ending
@@ -113,11 +114,6 @@ class TreeConfig:
             self.converter_output in ("auto", "on", "off"),
             "tree.converter_output",
             f"expected 'auto', 'on' or 'off', got {self.converter_output!r}",
-        )
-        _check(
-            not (self.flatten_levels and self.relevel_filing),
-            "tree.relevel_filing",
-            "cannot be on with tree.flatten_levels (both set the levels of converter output); turn one off",
         )
 
 

@@ -35,13 +35,15 @@ logger = logging.getLogger(__name__)
 #: Attribute list that marks a heading written from a PDF's outline.
 OUTLINE_ATTRIBUTE = "{.outline}"
 #: Most words a line may hold beyond its entry's title and still be replaced by the heading
-#: (a page number, a trailing "continued"); a longer line (the title run into its first
+#: (a page number, a trailing "Inc."); a longer line (the title run into its first
 #: paragraph by the converter) keeps its text, and the heading is inserted before it.
 OUTLINE_LINE_MAX_EXTRA_WORDS = 3
 
 _OUTLINE_MARK = re.compile(r"\{[^{}]*(?<![\w-])\.outline(?![\w-])[^{}]*\}\s*$")
 # Markup around a line's text: ATX marks, a list bullet or number, a block quote, emphasis.
 _LEAD = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+(?=\D)|>\s*)?")
+_CONTINUED = re.compile(r"[(\[–—-]?\s*\bcontinued\b[)\]]?[.:]?$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)?")
 
 
 def is_outline_heading(raw_heading: str) -> bool:
@@ -56,6 +58,11 @@ def is_outline_heading(raw_heading: str) -> bool:
 
 def _line_text(line: str) -> str:
     return _LEAD.sub("", line).strip()
+
+
+def _numbered_text(line: str) -> str:
+    """Give a line's text keeping a leading ``2.``: an ordered-list marker may be a note's number."""
+    return _BULLET.sub("", line).strip()
 
 
 def _candidates(lines: Sequence[str], skip: frozenset[int]) -> list[int]:
@@ -96,7 +103,7 @@ class Placement:
 
 def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outline,
                   marker_lines: frozenset[int] = frozenset(), *, insert_missing: bool = True,
-                  page_slack: int = 0) -> Placement:
+                  page_slack: int = 0, line_titles: bool = False) -> Placement:
     """Write outline entries into converted markdown lines as marked ATX headings.
 
     Args:
@@ -108,9 +115,15 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             are written as 6.
         marker_lines: 1-based page-marker lines (never replaced).
         insert_missing: Insert an entry that matches no line as a heading at the top of its
-            page (bookmarks: the page is the authors' word); off: report it as unplaced.
+            page (bookmarks: the page is the authors' word); off: insert it only just before
+            the first of its descendants (the entries after it, deeper than it) placed on a
+            line, else report it as unplaced.
         page_slack: Pages before or after an entry's page where its line may also lie (0 for
             bookmarks; a printed contents' folio may be one page off where a section starts).
+        line_titles: A heading written on the line it matched takes the line's text, not the
+            entry's title (printed contents: the body's "Item 7. MANAGEMENT'S DISCUSSION ..."
+            keeps the label that the contents' "7 Management's Discussion" drops; bookmarks
+            keep the authors' title).
 
     Returns:
         The new lines and what was placed, inserted or left.
@@ -130,7 +143,9 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
         text = _line_text(lines[i])
         if ends_in_folio(text) and not ends_in_folio(e_title):
             return False  # a line of a table of contents: the title, then its page number
-        if not title_match(e_title, text):
+        if _CONTINUED.search(text) and not _CONTINUED.search(e_title):
+            return False  # "2. Restructuring (Continued)": the section started a page before
+        if not title_match(e_title, text) and not title_match(e_title, _numbered_text(lines[i])):
             return False
         # a line whose words barely overlap the title's is a sentence that mentions it
         tk, lk = match_key(e_title), keys[i]
@@ -150,6 +165,16 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
         return best or found
 
     slot_of = align_monotone(len(entries), len(lines), matches)
+    # an entry left unplaced goes just before the line of the first entry of its own that
+    # has one (the entries after it, deeper than it): the section holds its children, whatever
+    # the page printed beside it ("Item 2. Management's Discussion", printed only in a 10-Q's
+    # contents, before the first of its sections found in the text)
+    anchor = list(slot_of)
+    for k in range(len(entries)):
+        m = k + 1
+        while anchor[k] < 0 and m < len(entries) and entries[m].level > entries[k].level:
+            anchor[k] = slot_of[m]
+            m += 1
     replace: dict[int, str] = {}
     before: dict[int, list[str]] = {}  # 0-based line -> heading lines inserted before it
     first_of_page: dict[int, int] = {}
@@ -169,7 +194,9 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             if extra > OUTLINE_LINE_MAX_EXTRA_WORDS:
                 before.setdefault(j, []).append(heading)
             else:
-                replace[j] = heading
+                # the line's own text, unless it runs on into the next entry ("PART I ITEM 1.")
+                own = _numbered_text(lines[j]) if line_titles and extra <= 1 else ""
+                replace[j] = f"{'#' * min(max(e.level, 1), 6)} {own} {OUTLINE_ATTRIBUTE}" if own else heading
             floor = j + 1
             last_line = j
             continue
@@ -180,6 +207,10 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             inserted += 1
             continue
         if not insert_missing:
+            if anchor[k] >= 0:
+                before.setdefault(anchor[k], []).append(heading)
+                inserted += 1
+                continue
             unplaced.append(e)
             continue
         at = max(first_of_page.get(e.page, len(lines)), floor)

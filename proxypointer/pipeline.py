@@ -45,9 +45,10 @@ logger = logging.getLogger(__name__)
 #: changes them (2: a financial statement's title keeps the table pieces a converter wrote as
 #: headings as its children; 3: an embedded text repeated in a document is stored at most
 #: ``chunking.REPEATED_CHUNKS_KEPT`` times, and fallback windows over the same lines are one
-#: node) bumps it, so that the next ingest re-indexes every document of a
+#: node; 4: lines of a printed table of contents are never headings, and a part or item below
+#: an outline heading climbs out to its filing level) bumps it, so that the next ingest re-indexes every document of a
 #: store rather than leaving it half old, half new. Part of :attr:`Index.pipeline_key`.
-PIPELINE_REVISION = 3
+PIPELINE_REVISION = 4
 
 
 class Index:

@@ -67,9 +67,12 @@ logger = logging.getLogger(__name__)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 #: File suffixes read as PDF (lower case).
 PDF_SUFFIXES = (".pdf",)
-#: Version of how a PDF's bookmarks become headings (:mod:`proxypointer.outlinetext`); part of
-#: the source key of a PDF read with ``pdf.bookmarks`` on.
-OUTLINE_VERSION = 1
+#: Version of how a PDF's bookmarks or printed contents become headings
+#: (:mod:`proxypointer.outlinetext`, :mod:`proxypointer.contents`; 2: contents entries run
+#: together or wrapped over lines, parts starting with their first entry, an unplaced entry
+#: written before its first placed child); part of the source key of a PDF read with
+#: ``pdf.bookmarks`` or ``pdf.contents`` on.
+OUTLINE_VERSION = 2
 #: Version of how page markers become a page map and empty lines; part of the source key of a
 #: markdown file with page markers, so that a store built before pages were read re-reads it.
 PAGES_VERSION = 1
@@ -466,7 +469,7 @@ class PDFReader:
             if not outline.entries:
                 return same
             got = apply_outline(lines, pages.line_pages, outline, pages.marker_lines, insert_missing=False,
-                                page_slack=1)
+                                page_slack=1, line_titles=True)
             logger.info("%s: %d of %d entries of its printed contents placed", path, got.placed, len(outline))
         else:
             return same

@@ -269,10 +269,14 @@ def numbering_depth(title: str) -> int:
         Number of numeric components: ``"3 Results"`` -> 1, ``"3.2.1 Layout"`` -> 3,
         ``"4.1. Setup"`` -> 2, ``"Item 7A"`` -> 1, ``"Annex 2.1"`` -> 2,
         ``"Appendix A.1"`` -> 2; 0 for ``"Results"``, ``"2023 report"`` or a quantity
-        (``"12 Weeks Ended"``, ``"3 Months Ended"``).
+        (``"12 Weeks Ended"``, ``"3 Months Ended"``). Emphasis around the title
+        (``"**ITEM 1.    BUSINESS**"``, as some converters write headings) is looked through.
 
     """
     m = _HEADING_NUMBER.match(title) or _LABEL_NUMBER.match(title)
+    if not m and ("*" in title or "_" in title or "<" in title):
+        plain = plain_title(title)  # "**ITEM 1.    BUSINESS**": emphasis around the label
+        m = _HEADING_NUMBER.match(plain) or _LABEL_NUMBER.match(plain)
     if not m:
         return 0
     return m.group(1).count(".") + 1

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bookmarks", choices=("on", "off"), default="on", help="pdf.bookmarks for the trees")
     ap.add_argument("--config", help="YAML config (pdf: and tree: sections); default: the defaults")
     ap.add_argument("--cache", default=str(ROOT / ".proxypointer" / "eval-cache" / "converted"))
-    ap.add_argument("--missing", action="store_true", help="list the gold entries not found, per document")
+    ap.add_argument("--missing", action="store_true",
+                    help="list the gold entries not found or nested wrong, per document")
     ap.add_argument("--markdown", help="folder of <doc_id>.md (another converter's output, with page markers) "
                     "to score instead of converting the PDFs")
     args = ap.parse_args(argv)
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.missing:
             for e in s.missing():
                 print(f"|   missing | p. {e.page} | {e.title} | | |")
+            for e in s.misnested():
+                print(f"|   misnested | p. {e.page} | {e.title} | L{e.line} | |")
     g, f = sum(s.gold for s in scores), sum(s.found for s in scores)
     nc, no = sum(s.nested_checked for s in scores), sum(s.nested_ok for s in scores)
     u, h = sum(len(s.unsupported) for s in scores), sum(s.headings for s in scores)

@@ -72,7 +72,8 @@ def _read(md: str):
     pm = page_map(lines)
     skip = frozenset(m - 1 for m in pm.marker_lines)
     outline = contents_outline(lines, pm.line_pages, skip)
-    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines, insert_missing=False, page_slack=1)
+    got = apply_outline(lines, pm.line_pages, outline, pm.marker_lines, insert_missing=False, page_slack=1,
+                        line_titles=True)
     text, line_pages = with_pages("\n".join(got.lines) + "\n", page_map(got.lines))
     return outline, got, text, stored_page_map(line_pages, split_lines(text))
 
@@ -181,3 +182,152 @@ def test_tree_gold_bookmarks_needs_a_pdf_and_an_empty_gold_is_refused(tmp_path, 
     empty.write_text("[]", encoding="utf-8")
     assert main(["tree", str(doc), "--gold", str(empty)]) == 1
     assert "no outline entries" in capsys.readouterr().err
+
+
+#: A bank's 10-Q as opendataloader writes it: its contents run entries together in paragraphs
+#: and wrap one over two lines; "Item 1" (the statements, printed from page 9 on) is listed
+#: before "Item 2" (MD&A, pages 3-8), and the body prints neither Item nor Part I, only the
+#: sections the contents list under them. PDF page = printed page.
+TEN_Q = _pages(11, {
+    1: ["FORM 10-Q", "Quarterly report of Acme Bank"],
+    2: ["FORM 10-Q TABLE OF CONTENTS", "Part I – Financial information Page",
+        "- Item 1. Financial Statements. Consolidated Financial Statements – Acme Bank:",
+        "Consolidated statements of income (unaudited) for the three months ended March 31, 2021 and 2020 9 "
+        "Consolidated statements of comprehensive income (unaudited) 9 Consolidated balance sheets "
+        "(unaudited) at March 31, 2021",
+        "and December 31, 2020 10 Consolidated statements of changes in stockholders’ equity (unaudited) 10",
+        "Consolidated statements of cash flows (unaudited) 10 Notes to Consolidated Financial Statements "
+        "(unaudited) 11",
+        "- Item 2. Management’s Discussion and Analysis of Financial Condition and Results of Operations. "
+        "Executive Overview 3 Consolidated Results of Operations 4 Capital Risk Management 5 "
+        "Liquidity Risk Management 6 Credit Portfolio 7",
+        "Market Risk Management 8",
+        "Part II – Other information Item 1. Legal Proceedings. 11", "- Item 1A. Risk Factors. 11"],
+    3: ["EXECUTIVE OVERVIEW", "Net income rose."],
+    4: ["CONSOLIDATED RESULTS OF OPERATIONS", "Revenue rose."],
+    5: ["Capital Risk Management", "Ratios held."],
+    6: ["Liquidity Risk Management", "Deposits grew."],
+    7: ["Credit Portfolio", "Charge-offs fell."],
+    8: ["Market Risk Management", "VaR was low."],
+    9: ["Consolidated statements of income (unaudited)", "Revenue 1,234 1,100",
+        "Consolidated statements of comprehensive income (unaudited)", "Net income 1,000 900"],
+    10: ["Consolidated balance sheets (unaudited)", "Assets 9,999 9,000",
+         "Consolidated statements of changes in stockholders’ equity (unaudited)", "Equity 5,000 4,000",
+         "Consolidated statements of cash flows (unaudited)", "Cash 2,000 1,000"],
+    11: ["Notes to Consolidated Financial Statements (unaudited)", "Note 1 – Basis of presentation",
+         "Part II – Other Information Item 1. Legal Proceedings. Refer to Note 1.",
+         "Item 1A. Risk Factors. Nothing new."],
+})
+
+
+def test_a_10q_contents_run_together_and_wrapped_gives_parts_items_and_sections():
+    outline, got, text, pages = _read(TEN_Q)
+    titles = [e.title for e in outline.entries]
+    assert titles[:3] == ["Part I – Financial information", "Item 1. Financial Statements",
+                          "Consolidated Financial Statements – Acme Bank"]
+    # an entry wrapped onto the next line is one entry, with the page printed after its end
+    assert ("Consolidated balance sheets (unaudited) at March 31, 2021 and December 31, 2020", 10) in [
+        (e.title, e.page) for e in outline.entries]
+    # the item's title and its first section, run together, are two entries; so are part and item
+    assert "Item 2. Management’s Discussion and Analysis of Financial Condition and Results of Operations" in titles
+    assert ("Executive Overview", 3) in [(e.title, e.page) for e in outline.entries]
+    assert "Part II – Other information" in titles and "Item 1. Legal Proceedings" in titles
+    # Part I starts where its first entry does (MD&A, page 3), not on the page printed beside Item 1
+    assert next(e.page for e in outline.entries if e.title.startswith("Part I ")) == 3
+    tree = build_tree(text, "acme-10q", paged=True)
+    path = {n.title.split(" at ")[0]: tree.title_path(n.node_id) for n in tree.nodes}
+    # Item 2 and Part I are printed only in the contents: written before their first section
+    assert path["Capital Risk Management"][-3:] == (
+        "Part I – Financial information",
+        "Item 2. Management’s Discussion and Analysis of Financial Condition and Results of Operations",
+        "Capital Risk Management")
+    assert path["Consolidated balance sheets (unaudited)"][:2] == ("Part I – Financial information",
+                                                                  "Item 1. Financial Statements")
+    item2 = next(n for n in tree.nodes if n.title.startswith("Item 2."))
+    assert pages.page_of(item2.start_line) == 3
+    # no line of the contents page is a heading of its own
+    assert not [n.title for n in tree.nodes if n.kind == "heading" and pages.page_of(n.start_line) == 2
+                and "CONTENTS" not in n.title]
+
+
+def test_a_running_footer_is_no_table_of_contents():
+    md = _pages(12, {p: [f"Text of page {p}.", f"2021 FORM 10-K {p + 40}"] for p in range(1, 13)})
+    lines = split_lines(md)
+    assert contents_entries(lines, page_map(lines).line_pages) == []
+    assert contents_outline(lines, page_map(lines).line_pages).entries == ()
+
+
+@pytest.mark.parametrize("line", [
+    "62 56 Interest on lease liabilities 68 124 114 Short-term lease costs 27",  # a table's cells
+    "to 4 and 5 Represent loans where credit risk is minimal 6",  # words of a table, lower case
+    "The sections titled “Proposal 1 Election of Directors,” “Corporate Governance and the Board of "
+    "Directors” and “Delinquent Section 16(a) Reports” in our Definitive Proxy Statement are incorporated "
+    "herein by reference.",  # a sentence that holds a small number
+])
+def test_table_cells_and_sentences_with_numbers_are_no_contents(line):
+    md = _pages(3, {1: ["- Item 9B. Other Information None.", "PART III", "- Item 10. Directors", line] * 3})
+    lines = split_lines(md)
+    assert contents_entries(lines, page_map(lines).line_pages) == []
+    assert contents_entries(lines) == []
+
+
+def test_contents_lines_are_no_headings_in_stored_markdown_too():
+    """Converter markdown (stored text, no pages known): lines of the contents stay text."""
+    md = FILING.replace("- Item 8. Financial Statements and Supplementary Data 8",
+                        "- Item 8. Financial Statements and Supplementary Data 8\n\n"
+                        "- Item 16. Form 10-K Summary 9 Signatures 9 Certifications")
+    tree = build_tree(md, "acme-10k")
+    pages = page_map(split_lines(md))
+    on_contents_page = [n.title for n in tree.nodes if n.kind == "heading" and pages.page_of(n.start_line) == 2]
+    assert on_contents_page in ([], ["TABLE OF CONTENTS"])
+    assert "Item 16. Form 10-K Summary 9 Signatures 9 Certifications" not in [n.title for n in tree.nodes]
+
+
+def test_an_index_of_statements_nests_under_the_item_before_it_and_later_items_climb_out():
+    """The only printed contents is Item 8's index of statements and notes (no parts, no items)."""
+    md = _pages(9, {
+        1: ["PART II", "- Item 7. Results", "Revenue rose."],
+        2: ["- Item 8. Financial Statements", "Index to Financial Statements",
+            "Consolidated Statements of Income 3", "Consolidated Balance Sheets 4",
+            "Consolidated Statements of Cash Flows 5",
+            "Notes to Consolidated Financial Statements 6", "1. Summary of Significant Accounting Policies 6",
+            "2. Debt 7"],
+        3: ["Consolidated Statements of Income", "Revenue 1,234"],
+        4: ["Consolidated Balance Sheets", "Assets 9,999"],
+        5: ["Consolidated Statements of Cash Flows", "Cash 5,555"],
+        6: ["Notes to Consolidated Financial Statements", "1. Summary of Significant Accounting Policies",
+            "We follow GAAP."],
+        7: ["2. Debt", "We owe money."],
+        8: ["- Item 9A. Controls and Procedures", "They work."],
+        9: ["PART III", "- Item 10. Directors", "See the proxy."],
+    })
+    _, _, text, _ = _read(md)
+    tree = build_tree(text, "acme-10k", paged=True)
+    path = {n.title: tree.title_path(n.node_id) for n in tree.nodes}
+    # the index's own heading may stand between: the statements and notes are inside Item 8
+    assert path["Consolidated Balance Sheets"][:2] == ("PART II", "Item 8. Financial Statements")
+    assert path["2. Debt"][:2] == ("PART II", "Item 8. Financial Statements")
+    assert path["2. Debt"][-2:] == ("Notes to Consolidated Financial Statements", "2. Debt")
+    assert path["Item 9A. Controls and Procedures"] == ("PART II", "Item 9A. Controls and Procedures")
+    assert path["Item 10. Directors"] == ("PART III", "Item 10. Directors")
+
+
+def test_a_heading_placed_from_the_contents_keeps_the_bodys_title_and_label():
+    """The contents print "7 Management's Discussion"; the body's "Item 7. MANAGEMENT'S ..." keeps its label."""
+    md = _pages(9, {
+        2: ["TABLE OF CONTENTS", "PART I", "1 Business 3", "1A Risk Factors 4", "2 Properties 5",
+            "PART II", "7 Management’s Discussion and Analysis 6", "8 Financial Statements 8"],
+        3: ["PART I", "Item 1. BUSINESS", "We sell soap."],
+        4: ["Item 1A. RISK FACTORS", "Soap may slip."],
+        5: ["Item 2. PROPERTIES", "A factory."],
+        6: ["PART II", "Item 7. MANAGEMENT’S DISCUSSION AND ANALYSIS", "Sales grew."],
+        8: ["Item 8. FINANCIAL STATEMENTS", "Consolidated Balance Sheets"],
+    })
+    _, got, text, _ = _read(md)
+    assert got.unplaced == ()
+    tree = build_tree(text, "soap-10k", paged=True)
+    titles = [n.title for n in tree.nodes if n.kind == "heading"]
+    assert "Item 7. MANAGEMENT’S DISCUSSION AND ANALYSIS" in titles
+    assert "7 Management’s Discussion and Analysis" not in titles
+    item7 = next(n for n in tree.nodes if n.title.startswith("Item 7."))
+    assert tree.title_path(item7.node_id) == ("PART II", "Item 7. MANAGEMENT’S DISCUSSION AND ANALYSIS")

@@ -205,9 +205,8 @@ def test_config_values():
     assert TreeConfig().converter_output == "auto"
     with pytest.raises(ConfigError, match="tree.converter_output: expected 'auto', 'on' or 'off', got 'yes'"):
         TreeConfig(converter_output="yes")
-    with pytest.raises(ConfigError, match="tree.relevel_filing: cannot be on with tree.flatten_levels"):
-        TreeConfig(relevel_filing=True)
     assert TreeConfig(relevel_filing=True, flatten_levels=False).relevel_filing
+    assert TreeConfig(relevel_filing=True).flatten_levels  # both: labels' levels, the rest flattened
     with pytest.raises(ConfigError, match="converter_output"):
         config_from_dict({"tree": {"converter_output": True}})
 

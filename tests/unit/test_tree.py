@@ -727,3 +727,63 @@ def test_drop_row_headings_keeps_section_titles_and_filters_converter_modes():
     text = "# Fiscal 2018 Compared to Fiscal 2017\n\n**$ 1,234 $ 5,678**\n\n**Liquidity**\n\nx\n"
     config = TreeConfig(converter_output="on", title_lines=False, flatten_levels=False, bold_headings=True)
     assert [h.title for h in find_headings(text, config)[0]] == ["Fiscal 2018 Compared to Fiscal 2017", "Liquidity"]
+
+
+#: A 10-K as pymupdf4llm writes one: every heading at one level, wrapped in emphasis, items
+#: with runs of spaces after their number.
+EMPHASIS_10K = """\
+## **PART I**
+
+## **ITEM 1.    BUSINESS**
+
+We sell water.
+
+## **_Customers_**
+
+Many.
+
+## **PART II**
+
+## **ITEM 8.    FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA**
+
+## **Consolidated Balance Sheets**
+
+| Assets | 1,000 |
+|---|---|
+| Cash | 500 |
+
+## **Notes to Consolidated Financial Statements**
+
+## **Note 1: Organization and Operation**
+
+We operate.
+
+## **_Basis of Presentation_**
+
+GAAP.
+
+## **Note 2: Debt**
+
+We owe.
+
+## **ITEM 9A.    CONTROLS AND PROCEDURES**
+
+They work.
+"""
+
+
+def test_filing_labels_give_levels_and_the_rest_is_flattened_below_them():
+    """tree.relevel_filing with tree.flatten_levels: the structure holds on another converter's markdown."""
+    both = TreeConfig(converter_output="on", relevel_filing=True)
+    paths = _paths(EMPHASIS_10K, both)
+    assert ("**PART I**", "**ITEM 1.    BUSINESS**", "**_Customers_**") in paths
+    assert ("**PART II**", "**ITEM 8.    FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA**",
+            "**Notes to Consolidated Financial Statements**", "**Note 1: Organization and Operation**",
+            "**_Basis of Presentation_**") in paths
+    assert ("**PART II**", "**ITEM 9A.    CONTROLS AND PROCEDURES**") in paths
+    balance = next(p for p in paths if p[-1] == "**Consolidated Balance Sheets**")
+    assert balance[:2] == ("**PART II**", "**ITEM 8.    FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA**")
+    # flattening alone (the default) reads the items' numbers through the emphasis: items are
+    # top-level sections, every unnumbered heading one below
+    flat = {n.title: n.level for n in build_tree(EMPHASIS_10K, "doc", TreeConfig(converter_output="on")).nodes}
+    assert flat["**ITEM 1.    BUSINESS**"] == 1 and flat["**_Customers_**"] == 2
