@@ -119,7 +119,7 @@ class ContentsEntry:
 
 
 def clean_line(line: str) -> str:
-    """Text of a line without heading, list or quote marks, emphasis, or table pipes."""
+    """Give a line's text without heading, list or quote marks, emphasis, or table pipes (cells joined)."""
     text = _LEAD.sub("", line).strip()
     if text.startswith("|"):
         text = " ".join(c.strip() for c in text.strip("|").split("|") if c.strip())
@@ -253,11 +253,18 @@ def contents_entries(lines: Sequence[str], line_pages: Sequence[int] | None = No
 
 
 def contents_region(lines: Sequence[str], skip: frozenset[int] = frozenset()) -> frozenset[int]:
-    """0-based lines spanned by the printed contents of a text (first to last entry of each block).
+    """Give the lines spanned by the printed contents of a text (first to last entry of each block).
 
     Found without pages (:func:`contents_entries` with ``line_pages=None``), so it reads stored
     text too. The converter rules make none of these lines a heading: a contents line is a
     pointer to a section, not the section.
+
+    Args:
+        lines: The text's lines (``split_lines``).
+        skip: 0-based lines to pass over (page markers, comments).
+
+    Returns:
+        0-based line indexes; empty when the text prints no contents.
     """
     out: set[int] = set()
     for block in contents_entries(lines, None, skip):
