@@ -16,12 +16,15 @@ with an LLM; here they are read by rule:
    which a body line of the right title (:func:`proxypointer.outline.title_match`) lies on
    PDF page = printed page + offset; the offset most entries agree on is the block's.
 4. **Levels**: from the entries' labels, as a filing's headings are re-levelled
-   (:func:`proxypointer._converter.relevel_filing`: parts 1, items 2, ...); a block without
-   labels takes the depth of its numbering (``2.3`` -> 2), else 1.
+   (:func:`proxypointer._converter.relevel_filing`: parts 1, items 2, ...); an index of the
+   statements and notes (Item 8's) one and two below the items (items at 2 when no block
+   gave them); a block without labels takes the depth of its numbering (``2.3`` -> 2), else 1.
 
 The outline is then written into the text like bookmarks
 (:func:`proxypointer.outlinetext.apply_outline`), except that an entry matching no line near
-its page is reported, never inserted: a printed page number is a weaker witness than a bookmark.
+its page is never inserted on its page: a printed page number is a weaker witness than a
+bookmark. It is written just before the first of its own entries that matches a line (the
+section holds them), or else reported.
 """
 
 from __future__ import annotations

@@ -331,3 +331,18 @@ def test_a_heading_placed_from_the_contents_keeps_the_bodys_title_and_label():
     assert "7 Management’s Discussion and Analysis" not in titles
     item7 = next(n for n in tree.nodes if n.title.startswith("Item 7."))
     assert tree.title_path(item7.node_id) == ("PART II", "Item 7. MANAGEMENT’S DISCUSSION AND ANALYSIS")
+
+
+def test_the_pdf_reader_names_the_contents_entries_it_could_not_place():
+    """What `tree --check` shows as note[unplaced-contents]: the entries, with their pages."""
+    from proxypointer.config import PDFConfig
+    from proxypointer.readers import PDFReader
+
+    md = FILING.replace("- Item 8. Financial Statements and Supplementary Data 8",
+                        "- Item 8. Financial Statements and Supplementary Data 8\n\n- Item 9A. Controls 9")
+    text, _, warnings = PDFReader(PDFConfig(bookmarks=False)).outlined(md, path="acme-10k.pdf")
+    assert len(warnings) == 1
+    assert warnings[0].startswith("acme-10k.pdf: 1 of ")
+    assert "'Item 9A. Controls' (p. 11)" in warnings[0]
+    assert "Item 9A. Controls {.outline}" not in text  # never invented on its page
+    assert "## Item 7. Management's Discussion and Analysis {.outline}" in text
