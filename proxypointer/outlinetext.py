@@ -137,15 +137,18 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
     by_page: dict[int, list[int]] = {}
     for i in cands:
         by_page.setdefault(line_pages[i], []).append(i)
-    keys = {i: match_key(_line_text(lines[i])) for i in cands}
+    texts = {i: _line_text(lines[i]) for i in cands}
+    keys = {i: match_key(t) for i, t in texts.items()}
+    # lines that open with a list number ("- 2. Debt"), kept with it: the number may be a note's
+    numbered = {i: t for i in cands if (t := _numbered_text(lines[i])) != texts[i]}
 
     def fits(e_title: str, i: int) -> bool:
-        text = _line_text(lines[i])
+        text = texts[i]
         if ends_in_folio(text) and not ends_in_folio(e_title):
             return False  # a line of a table of contents: the title, then its page number
         if _CONTINUED.search(text) and not _CONTINUED.search(e_title):
             return False  # "2. Restructuring (Continued)": the section started a page before
-        if not title_match(e_title, text) and not title_match(e_title, _numbered_text(lines[i])):
+        if not title_match(e_title, text) and not (i in numbered and title_match(e_title, numbered[i])):
             return False
         # a line whose words barely overlap the title's is a sentence that mentions it
         tk, lk = match_key(e_title), keys[i]
