@@ -44,7 +44,9 @@ and tables is never promoted. Title and numbering rules live in :mod:`proxypoint
   ``Note 14``, ``ARTICLE 3`` 1, ``Section 2.05`` / ``1.01`` 2), 2 when unnumbered, so an
   unnumbered heading ("Results of Operations", "CONSOLIDATED BALANCE SHEETS", "Questions this
   chapter answers") sits inside the numbered top-level section before it, beside its numbered
-  subsections (the "re-levelled" variant measured in docs/evaluation.md). A financial
+  subsections (the "re-levelled" variant measured in docs/evaluation.md). Levels a reader
+  wrote from the headings' type (``{.styled}``: :mod:`proxypointer.headingstyles`) are kept
+  relative to each other: a run of unnumbered styled headings nests by them. A financial
   statement's title keeps the table pieces written as headings after it as its children
   (:func:`flatten_levels`). The
   document keeps its title: when the first heading was the only one at the shallowest level
@@ -446,6 +448,11 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None,
             14`` 4) and every other heading is flattened below the label before it (its
             numbering depth, else 1, below it).
 
+    An unnumbered, unlabelled heading whose level a reader wrote from its type (source
+    ``styled``) goes as many levels deeper as its style ranks below the highest style of its
+    run (:func:`_style_offsets`): "Network Evolution" (10 pt bold) under "Global Network and
+    Technology" (10 pt bold italic), both under Item 1.
+
     Returns:
         ``(headings, title_line)``: the re-levelled headings, and the line of the first
         heading when, before flattening, it was the only heading at the shallowest level
@@ -460,6 +467,7 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None,
             title_line = headings[0].line
     out: list[Heading] = []
     structure = filing_structure(headings) if filing else None
+    below = _style_offsets(headings)
     base = 0  # level of the last labelled heading of a filing (0: none, or not a filing)
     statement = 0  # level of the open financial statement's title, 0 when none is open
     for i, h in enumerate(headings):
@@ -480,13 +488,39 @@ def flatten_levels(headings: list[Heading], lines: list[str] | None = None,
             own_table = _table_like(lines, h.last_line + 1, end, empty=not statement)
         if statement and not own_table:
             statement = 0
-        level = depth or (statement + 1 if statement else 2)
+        level = depth or (statement + 1 if statement else 2 + below[i])
         if base and not statement:
-            level = base + (depth or 1)
+            level = base + (depth or 1 + below[i])
         if kind and not depth and own_table:  # a statement's title over prose discusses it (MD&A)
             statement = level
         out.append(Heading(h.line, h.last_line, min(level, 6), h.title, h.md_level, h.source))
     return out, title_line
+
+
+def _style_offsets(headings: list[Heading]) -> list[int]:
+    """Depth of each styled heading below the first level of its run, from its font's rank.
+
+    A *run* is a maximal sequence of unnumbered, unlabelled headings whose level a reader wrote
+    from their font (source ``styled``: :mod:`proxypointer.headingstyles`); any other heading
+    ends it. Within a run, a heading's offset is the index of its written level among the
+    run's distinct written levels (0 for the run's highest style); 0 for every other heading.
+    """
+    offsets = [0] * len(headings)
+    run: list[int] = []
+
+    def close() -> None:
+        levels = sorted({headings[k].md_level for k in run})
+        for k in run:
+            offsets[k] = levels.index(headings[k].md_level)
+        run.clear()
+
+    for i, h in enumerate(headings):
+        if h.source == "styled" and not numbering_depth(h.title) and not filing_label(h.title):
+            run.append(i)
+        else:
+            close()
+    close()
+    return offsets
 
 
 #: Least share of figures among the words of a heading's own text for it to count as a piece of

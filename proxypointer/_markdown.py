@@ -18,6 +18,7 @@ inline text. ``token.map`` is 0-based ``[start, end)``; headings come out 1-base
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
     from markdown_it.rules_block import StateBlock
     from markdown_it.token import Token
 
-__all__ = ["Heading", "display_math_block", "markdown_parser", "parse_blocks", "top_level_headings"]
+__all__ = [
+    "STYLED_ATTRIBUTE",
+    "Heading",
+    "display_math_block",
+    "is_styled_heading",
+    "markdown_parser",
+    "parse_blocks",
+    "top_level_headings",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +54,9 @@ class Heading:
         md_level: Level as written: the ``#`` count or setext level, N of an ``<hN>`` line,
             0 for bold, numbered and title lines (re-levelling changes ``level``, not this).
         source: ``atx``, ``setext``, ``outline`` (an ATX heading written from a PDF's
-            bookmarks, marked ``{.outline}``: :mod:`proxypointer.outlinetext`) or the
+            bookmarks, marked ``{.outline}``: :mod:`proxypointer.outlinetext`), ``styled``
+            (an ATX heading whose level is its font's rank, marked ``{.styled}``:
+            :mod:`proxypointer.headingstyles`) or the
             converter mode that found it (``bold``, ``numbered``, ``html``, ``title``).
 
     """
@@ -56,6 +67,22 @@ class Heading:
     title: str
     md_level: int
     source: str = "atx"
+
+
+#: Attribute list that marks a heading whose level a reader wrote from its font's rank
+#: (:mod:`proxypointer.headingstyles`); dropped from the title like any attribute list.
+STYLED_ATTRIBUTE = "{.styled}"
+_STYLED_MARK = re.compile(r"\{[^{}]*(?<![\w-])\.styled(?![\w-])[^{}]*\}\s*$")
+
+
+def is_styled_heading(raw_heading: str) -> bool:
+    """Tell whether a heading's inline text ends in an attribute list with class ``styled``.
+
+    Examples:
+        >>> is_styled_heading("Network Evolution {.styled}"), is_styled_heading("Network Evolution")
+        (True, False)
+    """
+    return bool(_STYLED_MARK.search(raw_heading))
 
 
 _MATH_FENCES = (("$$", "$$"), ("\\[", "\\]"))
@@ -167,5 +194,7 @@ def top_level_headings(tokens: list[Token]) -> tuple[list[Heading], int]:
                 source = "setext" if tok.markup in ("=", "-") else "atx"
                 if is_outline_heading(tokens[i + 1].content):
                     source = "outline"
+                elif source == "atx" and is_styled_heading(tokens[i + 1].content):
+                    source = "styled"
                 headings.append(Heading(tok.map[0] + 1, tok.map[1], level, title, level, source))
     return headings, front_matter_end

@@ -596,6 +596,10 @@ class PDFConfig:
         contents: For a PDF without bookmarks, read its printed table of contents (entries
             ending in page numbers) and make each entry a heading where a line of its title
             lies on its page (:mod:`proxypointer.contents`).
+        heading_styles: Write each heading's level from the rank of its font (larger type
+            first; at one size, the style with fewer headings first), read from the
+            converter's JSON output, so that the tree nests a filing's subsections
+            (:mod:`proxypointer.headingstyles`). Off: the converter's levels as written.
     """
 
     converter: str = "opendataloader"
@@ -607,6 +611,7 @@ class PDFConfig:
     java_heap_mb: int = 0
     bookmarks: bool = True
     contents: bool = True
+    heading_styles: bool = True
 
     def __post_init__(self) -> None:
         _check(

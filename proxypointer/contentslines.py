@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .titles import plain_title
+from .titles import plain_title, strip_attribute_list
 
 __all__ = [
     "CONTENTS_MAX_GAP",
@@ -119,8 +119,8 @@ class ContentsEntry:
 
 
 def clean_line(line: str) -> str:
-    """Give a line's text without heading, list or quote marks, emphasis, or table pipes (cells joined)."""
-    text = _LEAD.sub("", line).strip()
+    """Give a line's text without marks, emphasis, table pipes (cells joined) or an attribute list."""
+    text = strip_attribute_list(_LEAD.sub("", line).strip())
     if text.startswith("|"):
         text = " ".join(c.strip() for c in text.strip("|").split("|") if c.strip())
     return text.replace("**", "").replace("__", "").strip()

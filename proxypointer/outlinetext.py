@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .outline import Outline, OutlineEntry, align_monotone, contains_words, match_key, title_match
-from .titles import ends_in_folio
+from .titles import ends_in_folio, strip_attribute_list
 
 __all__ = ["OUTLINE_ATTRIBUTE", "OUTLINE_LINE_MAX_EXTRA_WORDS", "Placement", "apply_outline", "is_outline_heading"]
 
@@ -57,12 +57,13 @@ def is_outline_heading(raw_heading: str) -> bool:
 
 
 def _line_text(line: str) -> str:
-    return _LEAD.sub("", line).strip()
+    """Give a line's text without its marks or a trailing attribute list (``{.styled}``)."""
+    return strip_attribute_list(_LEAD.sub("", line).strip())
 
 
 def _numbered_text(line: str) -> str:
     """Give a line's text keeping a leading ``2.``: an ordered-list marker may be a note's number."""
-    return _BULLET.sub("", line).strip()
+    return strip_attribute_list(_BULLET.sub("", line).strip())
 
 
 def _candidates(lines: Sequence[str], skip: frozenset[int]) -> list[int]:

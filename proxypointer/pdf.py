@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DocumentError, MissingDependencyError
+from .headingstyles import apply_heading_styles, odl_headings
 from .pages import BUILTIN_STYLES, MarkerStyle, PageMap, page_map
 from .progress import progress_bar
 from .tree import normalise_text, split_lines
@@ -272,6 +273,9 @@ class OpenDataLoaderConverter(PDFConverter):
         java_heap_mb: Largest Java heap of each JVM (``-Xmx``), MiB; 0 leaves the JVM's
             default (a quarter of the machine's memory, which a JVM converting a 10-K grew to:
             6.3 GB resident here). Not part of the conversion key: it does not change the output.
+        heading_styles: Also ask for the JSON output and write each heading's level from its
+            font's rank (:func:`proxypointer.headingstyles.apply_heading_styles`); the JSON is
+            read and dropped.
 
     Raises:
         ConfigError: If an option is out of range.
@@ -290,6 +294,7 @@ class OpenDataLoaderConverter(PDFConverter):
         reading_order: str = "xycut",
         java: str = "java",
         java_heap_mb: int = 0,
+        heading_styles: bool = True,
     ) -> None:
         if table_method not in _TABLE_METHODS:
             raise ConfigError(f"pdf.table_method: expected one of {list(_TABLE_METHODS)}, got {table_method!r}")
@@ -304,6 +309,7 @@ class OpenDataLoaderConverter(PDFConverter):
         self.reading_order = reading_order
         self.java = java
         self.java_heap_mb = java_heap_mb
+        self.heading_styles = heading_styles
 
     @property
     def version(self) -> str:  # noqa: D102 - documented on the base class
@@ -319,7 +325,7 @@ class OpenDataLoaderConverter(PDFConverter):
     @property
     def options(self) -> tuple[tuple[str, str], ...]:  # noqa: D102 - documented on the base class
         opts = {
-            "format": "markdown",
+            "format": "markdown,json" if self.heading_styles else "markdown",
             "image_output": "off",
             "include_header_footer": str(self.include_header_footer).lower(),
             "markdown_page_separator": ODL_SEPARATOR,
@@ -329,6 +335,8 @@ class OpenDataLoaderConverter(PDFConverter):
             "threads": "1",
             "use_struct_tree": str(self.use_struct_tree).lower(),
         }
+        if self.heading_styles:
+            opts["heading_styles"] = HEADING_STYLES_RULE
         return tuple(sorted(opts.items()))
 
     def _jar(self) -> Path:
@@ -405,7 +413,7 @@ class OpenDataLoaderConverter(PDFConverter):
             "--output-dir",
             str(out_dir),
             "--format",
-            "markdown",
+            "markdown,json" if self.heading_styles else "markdown",
             "--markdown-page-separator",
             ODL_SEPARATOR,
             "--image-output",
@@ -456,6 +464,8 @@ class OpenDataLoaderConverter(PDFConverter):
                     # only the files it logged as "Created" count.
                     if results[i] is None and md.is_file() and (code == 0 or i in created):
                         results[i] = _read_output(md, paths[i])
+                        if self.heading_styles and isinstance(results[i], str):
+                            results[i] = _styled(results[i], out_dir / f"{i:05d}.json", paths[i])
                 left = [i for i in pending if results[i] is None]
                 if not left:
                     break
@@ -572,6 +582,7 @@ def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFC
         include_header_footer=config.include_header_footer,
         use_struct_tree=config.use_struct_tree,
         java_heap_mb=heap,
+        heading_styles=config.heading_styles,
     )
 
 
@@ -584,6 +595,26 @@ def _pypdf():  # noqa: ANN202 - the module, imported lazily
     except ImportError as err:
         raise MissingDependencyError(f"pypdf is not installed; PDF input needs it: {_INSTALL_EXTRA}") from err
     return pypdf
+
+
+#: Version of the heading-style rule (:mod:`proxypointer.headingstyles`), part of the
+#: conversion key: a new rule converts again.
+HEADING_STYLES_RULE = "1"
+
+
+def _styled(markdown: str, json_path: Path, pdf: Path) -> str:
+    """Return the markdown with heading levels from their fonts (as it was when the JSON is unusable)."""
+    try:
+        data = json.loads(json_path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as err:
+        logger.warning("%s: the converter's JSON is unreadable (%s); heading levels as written", pdf, err)
+        return markdown
+    if not isinstance(data, dict):
+        logger.warning("%s: the converter's JSON is not an object; heading levels as written", pdf)
+        return markdown
+    text, n = apply_heading_styles(markdown, odl_headings(data), BUILTIN_STYLES["opendataloader"])
+    logger.debug("%s: %d heading levels written from their fonts", pdf, n)
+    return text
 
 
 def _read_output(md: Path, pdf: Path) -> str | DocumentError:

@@ -138,3 +138,54 @@ def write_bookmarked(path: Path, bookmarks: list[tuple[str, int, int]] | None = 
         c.addOutlineEntry(title, f"b{n}", level=level)
     c.save()
     return path
+
+
+#: A handbook set in three heading styles: a chapter in 18 pt bold, a section in 12 pt bold
+#: italic (2 of them) and a subsection in 12 pt bold (4): at one size, the style with fewer
+#: headings is the higher level (proxypointer.headingstyles).
+STYLED_FONTS = {
+    "chapter": ("Helvetica-Bold", 18),
+    "section": ("Helvetica-BoldOblique", 12),
+    "sub": ("Helvetica-Bold", 12),
+    "p": ("Helvetica", 10),
+}
+STYLED_PAGES: list[list[tuple[str, str]]] = [
+    [
+        ("chapter", "Operations Handbook"),
+        ("p", "This handbook describes how the plant runs from day to day."),
+        ("section", "Safety Programme"),
+        ("p", "Every worker completes the safety course before the first shift."),
+        ("sub", "Protective Equipment"),
+        ("p", "Helmets and boots are issued at the gate and returned at night."),
+        ("sub", "Incident Reporting"),
+        ("p", "Incidents are reported to the shift lead within one hour."),
+    ],
+    [
+        ("section", "Maintenance Schedule"),
+        ("p", "Machines are serviced on a fixed weekly rotation by two crews."),
+        ("sub", "Weekly Checks"),
+        ("p", "Belts, bearings and guards are checked every Monday morning."),
+        ("sub", "Annual Overhaul"),
+        ("p", "Each line stops for two weeks in August for a full overhaul."),
+    ],
+]
+
+
+def write_styled(path: Path, pages: list[list[tuple[str, str]]] | None = None) -> Path:
+    """A text PDF whose headings differ only in their type (:data:`STYLED_FONTS`)."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=letter, invariant=1)
+    for lines in pages or STYLED_PAGES:
+        y = 720
+        for kind, text in lines:
+            font, size = STYLED_FONTS[kind]
+            if kind != "p":
+                y -= 12
+            c.setFont(font, size)
+            c.drawString(72, y, text)
+            y -= size + 14
+        c.showPage()
+    c.save()
+    return path

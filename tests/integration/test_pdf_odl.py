@@ -18,6 +18,7 @@ from pdfdocs import (  # noqa: E402
     write_encrypted,
     write_report,
     write_scanned,
+    write_styled,
     write_truncated,
     write_zero_pages,
 )
@@ -125,3 +126,18 @@ def test_cli_convert_writes_markdown_and_exits_1_naming_the_failed_file(tmp_path
     # one file, -o naming the output file
     code = main(["convert", str(src / "good.pdf"), "-o", str(tmp_path / "one.md"), "-q"])
     assert code == 0 and (tmp_path / "one.md").read_text(encoding="utf-8") == written
+
+
+def test_headings_set_in_different_type_nest_by_their_type(tmp_path):
+    doc = convert_pdf(write_styled(tmp_path / "handbook.pdf"))
+    assert "## Safety Programme {.styled}" in doc.markdown  # 12 pt bold italic, 2 headings
+    assert "### Weekly Checks {.styled}" in doc.markdown  # 12 pt bold, 4 headings: below it
+    tree = build_tree(doc.markdown, "handbook", TreeConfig())
+    paths = {tuple(tree.title_path(n.node_id)) for n in tree.nodes if n.kind == "heading"}
+    assert ("Operations Handbook", "Maintenance Schedule", "Weekly Checks") in paths
+    assert ("Operations Handbook", "Safety Programme", "Incident Reporting") in paths
+    # without the rule the converter's levels are kept as written, and flattened by the tree
+    plain = convert_pdf(tmp_path / "handbook.pdf", OpenDataLoaderConverter(heading_styles=False))
+    assert "{.styled}" not in plain.markdown
+    flat = build_tree(plain.markdown, "handbook", TreeConfig())
+    assert max(len(flat.title_path(n.node_id)) for n in flat.nodes) < 3

@@ -30,12 +30,12 @@ from proxypointer.retrieval import Retriever, format_citation  # noqa: E402
 REPORT_MD = "\n".join([
     "<!-- page 1 -->",
     "",
-    "# Business Overview",
+    "# Business Overview {.styled}",  # every heading in 18 pt bold: one style, rank 1
     "",
     "Acme makes anvils, rockets and giant magnets for desert customers. "
     "Revenue grew ten percent in the year to a record level.",
     "",
-    "# Risk Factors",
+    "# Risk Factors {.styled}",
     "",
     "Roadrunners are fast and our products sometimes miss. Competition from other suppliers of desert equipment "
     "is strong.",
@@ -48,7 +48,7 @@ REPORT_MD = "\n".join([
     "",
     "<!-- page 3 -->",
     "",
-    "# Financial Statements",
+    "# Financial Statements {.styled}",
     "",
     "Net income was five million dollars, up from four million.",
     "",
@@ -93,7 +93,7 @@ def test_pdf_sections_carry_their_pages_and_cite_them(make_index, corpus, fake_e
     overview = section(r, "anvils rockets magnets revenue")
     assert (overview.page_start, overview.page_end) == (1, 1)
     # line numbers are those of the converter's output (what `proxypointer convert` writes)
-    assert REPORT_MD.splitlines()[fin.start_line - 1] == "# Financial Statements"
+    assert REPORT_MD.splitlines()[fin.start_line - 1] == "# Financial Statements {.styled}"
     # markdown without markers: no pages, the plain citation
     notes = section(r, "anvil supplier changed", doc="notes")
     assert (notes.page_start, notes.page_end) == (0, 0)
