@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"proxypointer {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs (others: info), tracebacks")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only; no progress bar")
+    # --store/--config: before the command too (`proxypointer --store s query ...`); given after
+    # it as well, the later one wins. A command without them refuses them (`_global_options`).
+    parser.add_argument("--store", metavar="DIR", default=None, help="store folder (commands that use one)")
+    parser.add_argument("--config", metavar="FILE", default=None, help="YAML config (commands that read one)")
     # -v/-q are also accepted after the command (`proxypointer ingest data/ -q`).
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -161,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_eval_parser(sub, common)
     _add_serve_parser(sub, common)
     _add_convert_parser(sub, common)
+    _global_options(parser)
     return parser
 
 
@@ -251,6 +256,29 @@ def _add_serve_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: AN
                 help="accept POST /ingest (files under serve.ingest_roots) and DELETE /documents/{doc_id}",
             )
         _add_store_args(k)
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
+    """Let each command's ``--store``/``--config`` keep a value given before the command.
+
+    Argparse writes a subcommand's defaults over the main parser's values; with the
+    subcommands' defaults suppressed, ``--store`` before the command stays unless the command
+    line gives it again after. Records which (sub)commands take each option, so that ``main``
+    refuses one given before a command that has no use for it.
+    """
+    takes: dict[str, set[str]] = {"store": set(), "config": set()}
+
+    def walk(p: argparse.ArgumentParser, path: str) -> None:
+        for action in p._actions:  # noqa: SLF001 - argparse has no public walk of its parsers
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                for name, child in action.choices.items():
+                    walk(child, f"{path} {name}".strip())
+            elif path and action.dest in takes:
+                action.default = argparse.SUPPRESS
+                takes[action.dest].add(path)
+
+    walk(parser, "")
+    parser.set_defaults(_takes=takes)
 
 
 def _config(args: argparse.Namespace):
@@ -844,7 +872,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     reader of stdout went away (``proxypointer query --json ... | head -2``), which, as for
     other Unix tools, is not an error worth a message.
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    command = " ".join(x for x in (args.command, getattr(args, "serve_kind", None)) if x)
+    for option in ("store", "config"):
+        if getattr(args, option) is not None and command not in args._takes[option]:
+            parser.error(f"--{option} does not apply to `{command}`")
     # -v: our own debug messages, other libraries' from INFO up (bm25s, chromadb and urllib3
     # log their internals at DEBUG: "Building index from tokens" is title routing's small index)
     logging.basicConfig(

@@ -777,22 +777,19 @@ def load_config(path: str | Path | None = None) -> ProxyPointerConfig:
         The validated config.
 
     Raises:
-        ConfigError: If the file is missing, is not valid YAML, or holds bad values.
+        ConfigError: If the file is missing, is not valid YAML, expands too far through its
+            aliases (:mod:`proxypointer.yamltext`), or holds bad values.
     """
     if path is None:
         return ProxyPointerConfig()
-    import yaml
+    from .yamltext import load_yaml
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{p}: cannot read config ({err.strerror}); check the path") from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: invalid YAML ({err})") from err
-    return config_from_dict(data, str(p))
+    return config_from_dict(load_yaml(text, str(p)), str(p))
 
 
 def config_to_dict(config: ProxyPointerConfig) -> dict[str, Any]:

@@ -16,6 +16,11 @@ Rules (shared cases 34 and 37, docs/lifecycle.md):
 - Two different files with one doc_id (``faq.md`` + ``faq.markdown``, ``README.md`` in two
   folders given together): the file that already owns the id in the registry, else the first
   in the order given, keeps it; each other one fails with both paths named.
+- Ids are Unicode NFC (:mod:`proxypointer.docids`): ``Cafe\u0301-menu.md`` (NFD) is
+  ``Café-menu``. A file whose name is not valid UTF-8 or holds a control character (a
+  newline) gets no id: it fails with its name escaped, and the other files are indexed.
+- A file given directly that the registry already holds under another id (ingested earlier
+  from its folder, as ``policies/leave``) keeps that id.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .docids import escaped, is_utf8, name_problem, normalize_doc_id
 
 __all__ = ["TOOL_FOLDERS", "Discovery", "SourceFile", "discover", "is_store_folder"]
 
@@ -145,6 +152,7 @@ def discover(
     stores: Iterable[str | Path] = (),
     include_hidden: bool = False,
     owner_of: Callable[[str], str | None] | None = None,
+    id_of: Callable[[str], str | None] | None = None,
 ) -> Discovery:
     """Find the source files under the given paths and give each a unique doc id.
 
@@ -156,6 +164,9 @@ def discover(
             folders given.
         owner_of: ``doc_id -> real path`` of the file that owns the id in the registry (None if
             the id is free); in a collision the owner keeps the id.
+        id_of: ``real path -> doc_id`` the registry holds for a file (None if none); a file
+            given directly keeps that id, and so does a file in a folder whose stored id is
+            its id in another normal form (a store built before ids were NFC).
 
     Returns:
         The files (unique doc ids and files) and the paths that failed, each with a message
@@ -167,28 +178,41 @@ def discover(
     for raw in paths:
         given = os.path.abspath(raw)
         real = os.path.realpath(given)
+        shown = escaped(str(raw))  # a name that is not UTF-8 or holds a newline, printable
         inside = _inside(real, store_paths) or next(
             (str(p) for p in (Path(real), *Path(real).parents) if is_store_folder(p)), None
         )
         if inside:
-            result.failed.append((str(raw), f"{raw}: lies inside the proxypointer store {inside}, which is never a "
-                                  "source; give the folder of your documents instead"))
+            result.failed.append((shown, f"{shown}: lies inside the proxypointer store {inside}, which is never "
+                                  "a source; give the folder of your documents instead"))
             continue
         if os.path.isdir(given):
             result.roots.append(given)
             start = len(given.rstrip(os.sep)) + 1
             for f, real_f in _walk(given, suffixes, store_paths, include_hidden):
                 stem, suffix = os.path.splitext(f[start:])
-                found.append(SourceFile(stem.replace(os.sep, "/"), f, real_f, given, suffix.lower()))
+                if problem := _problem(stem, real_f):
+                    result.failed.append((escaped(f), f"{escaped(f)}: not indexed: {problem}"))
+                    continue
+                doc_id = normalize_doc_id(stem.replace(os.sep, "/"))
+                held = id_of(real_f) if id_of else None
+                if held is not None and held != doc_id and normalize_doc_id(held) == doc_id:
+                    doc_id = held  # indexed under its decomposed name before ids were NFC: kept
+                found.append(SourceFile(doc_id, f, real_f, given, suffix.lower()))
         elif os.path.isfile(given):
             suffix = os.path.splitext(given)[1].lower()
-            found.append(SourceFile(Path(given).stem, given, real, None, suffix if suffix in suffixes else ".md"))
+            if problem := _problem(Path(given).stem, real):
+                result.failed.append((shown, f"{shown}: not indexed: {problem}"))
+                continue
+            doc_id = (id_of(real) if id_of else None) or normalize_doc_id(Path(given).stem)
+            found.append(SourceFile(doc_id, given, real, None, suffix if suffix in suffixes else ".md"))
         elif os.path.lexists(given) and not os.path.exists(given):
-            result.failed.append((str(raw), f"{raw}: a symbolic link to {os.readlink(given)}, which does not exist"))
+            target = escaped(os.readlink(given))
+            result.failed.append((shown, f"{shown}: a symbolic link to {target}, which does not exist"))
         elif os.path.exists(given):  # a named pipe, a socket, a device: reading could block
-            result.failed.append((str(raw), f"{raw}: not a regular file or folder (a pipe, socket or device)"))
+            result.failed.append((shown, f"{shown}: not a regular file or folder (a pipe, socket or device)"))
         else:
-            result.failed.append((str(raw), f"{raw}: no such file or folder; check the path"))
+            result.failed.append((shown, f"{shown}: no such file or folder; check the path"))
 
     # One file, several paths (a symlinked alias, a folder given twice): keep one, preferring
     # a path without a symlink below its folder, then the first found.
@@ -214,6 +238,18 @@ def discover(
     lost = {sf.path for sf in unique} & {p for p, _ in result.failed}
     result.files = [sf for sf in unique if sf.path not in lost]
     return result
+
+
+def _problem(id_part: str, real_path: str) -> str:
+    """Why a file cannot be indexed by name (:func:`~proxypointer.docids.name_problem`), or ``""``.
+
+    The part that becomes the id may hold no control character; the whole path, which the
+    registry stores, must be valid UTF-8.
+    """
+    problem = name_problem(id_part)
+    if not problem and not is_utf8(real_path):
+        problem = "its path is not valid UTF-8 (rename the folder, e.g. with `convmv -f latin1 -t utf8`)"
+    return problem
 
 
 def _is_alias(sf: SourceFile) -> bool:

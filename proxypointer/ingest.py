@@ -680,7 +680,12 @@ def start_sync(index: Index, paths: Sequence[str | Path], *, include_hidden: boo
         rec = registry.get(doc_id)
         return rec.source_path if rec is not None and rec.version else None
 
-    return discover(paths, index.readers.keys(), stores=[index.root], include_hidden=include_hidden, owner_of=owner_of)
+    def id_of(real_path: str) -> str | None:  # a file ingested earlier from its folder keeps its id
+        ids = registry.doc_ids_for_source(real_path)
+        return ids[0] if len(ids) == 1 else None
+
+    return discover(paths, index.readers.keys(), stores=[index.root], include_hidden=include_hidden,
+                    owner_of=owner_of, id_of=id_of)
 
 
 def plan_changed(

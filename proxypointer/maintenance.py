@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunking import document_hash
+from .docids import check_text
 from .errors import DocumentError, StaleSourceError
 from .readers import Reader, read_bytes
 from .records import encode_record
@@ -216,13 +217,18 @@ def delete_documents(registry: Registry, store: ChromaStore, doc_ids: Iterable[s
     Args:
         registry: The registry.
         store: The collection.
-        doc_ids: Ids as shown by ``status``; unknown ids are skipped with a warning.
+        doc_ids: Ids as shown by ``status`` (compared in Unicode NFC, see
+            :mod:`proxypointer.docids`); unknown ids are skipped with a warning.
 
     Returns:
-        The ids that were removed, in the order given.
+        The ids that were removed (as stored), in the order given.
+
+    Raises:
+        ConfigError: If an id holds a lone surrogate (not text).
     """
     removed = []
-    for doc_id in dict.fromkeys(doc_ids):
+    for given in dict.fromkeys(doc_ids):
+        doc_id = registry.stored_id(check_text(given, "doc_id")) or given
         if registry.get(doc_id) is None:
             logger.warning("%s: no such document in %s (`proxypointer status --docs` lists them)", doc_id,
                            registry.root)

@@ -174,11 +174,11 @@ def load_outline(path: str | Path) -> Outline:
         text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise DocumentError(f"{p}: cannot read the outline ({err.strerror or err})") from err
-    import yaml
+    from .yamltext import load_yaml
 
     try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:
+        data = json.loads(text) if p.suffix.lower() == ".json" else load_yaml(text, str(p))
+    except (ValueError, ConfigError) as err:
         raise DocumentError(f"{p}: not a valid outline file ({err})") from err
     return outline_from_data(data, str(p))
 

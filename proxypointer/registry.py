@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .docids import normalize_doc_id
 from .embedcache import EmbeddingCache
 from .errors import StoreError, StoreNotFoundError
 from .lexicalindex import LexicalIndex
@@ -265,6 +266,25 @@ class Registry:
         """Return the record of one document, or None."""
         row = self._db.execute(f"SELECT {_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         return DocumentRecord(*row) if row else None
+
+    def stored_id(self, doc_id: str) -> str | None:
+        """Return the id under which the registry holds ``doc_id``, compared in Unicode NFC.
+
+        A user types ids composed (NFC); a store built before ids were made NFC may hold one
+        decomposed (``Cafe`` + U+0301, see :mod:`proxypointer.docids`).
+
+        Args:
+            doc_id: An id as typed.
+
+        Returns:
+            The stored id (``doc_id`` itself when held as given), or None when no record has it.
+        """
+        if self.get(doc_id) is not None:
+            return doc_id
+        wanted = normalize_doc_id(doc_id)
+        if wanted != doc_id and self.get(wanted) is not None:
+            return wanted
+        return next((r.doc_id for r in self.documents() if normalize_doc_id(r.doc_id) == wanted), None)
 
     def documents(self) -> list[DocumentRecord]:
         """All records, ordered by doc_id."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .datauri import replace_data_uris
 from .delivery import Delivery, OutlineEntry, cut_to_tokens, plan_delivery
+from .docids import check_text, normalize_doc_id
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
 from .pages import PageMap, stored_page_map
@@ -306,11 +307,12 @@ def check_query(query: str) -> str:
         The query unchanged.
 
     Raises:
-        ConfigError: If the query has no visible character.
+        ConfigError: If the query has no visible character, or holds a lone surrogate (not
+            text: :func:`~proxypointer.docids.check_text`).
     """
     if not isinstance(query, str) or not query.strip():
         raise ConfigError(f"query: expected a question or keywords, got {query!r}")
-    return query
+    return check_text(query, "query")
 
 
 
@@ -383,8 +385,9 @@ class Retriever:
     def resolve_doc_ids(self, doc_ids: Sequence[str]) -> tuple[list[str], list[str]]:
         """Map doc ids as users write them to the store's ids.
 
-        An id is taken as is when the store has it; otherwise its citation form
-        (``employee-handbook.md``: the id plus the file's suffix) maps to the document
+        Ids are compared in Unicode NFC (:mod:`proxypointer.docids`: ``Café`` as typed matches
+        a file named ``Cafe`` + U+0301). An id is taken as is when the store has it; otherwise
+        its citation form (``employee-handbook.md``: the id plus the file's suffix) maps to the document
         ``employee-handbook`` indexed from a ``.md`` file.
 
         Args:
@@ -395,13 +398,17 @@ class Retriever:
             nothing), and the inputs that name no document.
         """
         self.require_store()
-        given = list(doc_ids)
+        given = [normalize_doc_id(check_text(d, "doc_ids")) for d in doc_ids]
         stems = {d: d.rsplit(".", 1)[0] for d in given if "." in d.rsplit("/", 1)[-1]}
         live = self.index.registry.live_versions([*given, *stems.values()])
         out, unknown = [], []
         for d in given:
             if d in live:
                 out.append(d)
+                continue
+            held = self.index.registry.stored_id(d)  # stored decomposed (NFD) by an older store
+            if held is not None and held in self.index.registry.live_versions([held]):
+                out.append(held)
                 continue
             stem = stems.get(d)
             rec = self.index.registry.get(stem) if stem in live else None
@@ -440,7 +447,9 @@ class Retriever:
         ids = None if doc_ids is None else self.resolve_doc_ids(doc_ids)[0]
         if source_prefix:
             self.require_store()
-            prefixed = {r.doc_id for r in self.index.registry.documents() if r.doc_id.startswith(source_prefix)}
+            prefix = normalize_doc_id(check_text(source_prefix, "source_prefix"))
+            prefixed = {r.doc_id for r in self.index.registry.documents()
+                        if normalize_doc_id(r.doc_id).startswith(prefix)}
             ids = sorted(prefixed) if ids is None else [i for i in ids if i in prefixed]
         if ids is None:
             return Scope(flt)

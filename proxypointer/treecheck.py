@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from .titles import is_row_or_furniture, numbering_depth
 from .tree import DocumentTree, HeadingReport, Node
 
 __all__ = [
+    "OUTLINE_TITLE_MAX_CHARS",
     "TreeWarning",
     "check_tree",
     "tree_outline",
@@ -119,6 +121,17 @@ def tree_to_pageindex(tree: DocumentTree) -> dict[str, Any]:
     }
 
 
+#: Most characters of a title in :func:`tree_outline`; a longer one (a paragraph taken for a
+#: heading, a 47 MB one-line "heading") is cut there with ``…`` and its length given.
+OUTLINE_TITLE_MAX_CHARS = 160
+
+
+def _shown_title(title: str) -> str:
+    if len(title) <= OUTLINE_TITLE_MAX_CHARS:
+        return title
+    return f"{title[: OUTLINE_TITLE_MAX_CHARS - 1]}… ({len(title):,} characters)"
+
+
 def tree_outline(tree: DocumentTree) -> str:
     r"""Render a tree as an indented outline for reading by eye.
 
@@ -127,9 +140,10 @@ def tree_outline(tree: DocumentTree) -> str:
 
     Returns:
         One line per node in document order: two spaces per ancestor, ``#`` repeated
-        ``level`` times (``[preamble]`` for the preamble), the title, and
-        ``L<start_line>-L<end_line>`` (1-based, inclusive, whole subtree). Lines are joined
-        with ``\n``; empty string for a tree without nodes.
+        ``level`` times (``[preamble]`` for the preamble), the title (cut at
+        :data:`OUTLINE_TITLE_MAX_CHARS` characters), and ``L<start_line>-L<end_line>``
+        (1-based, inclusive, whole subtree). Lines are joined with ``\n``; empty string for a
+        tree without nodes.
 
     Example:
         >>> from proxypointer.tree import build_tree
@@ -142,8 +156,27 @@ def tree_outline(tree: DocumentTree) -> str:
     for node in tree.nodes:
         marker = "[preamble]" if node.kind == "preamble" else "#" * node.level
         indent = "  " * _depth(tree, node)
-        out.append(f"{indent}{marker} {node.title}  L{node.start_line}-L{node.end_line}")
+        out.append(f"{indent}{marker} {_shown_title(node.title)}  L{node.start_line}-L{node.end_line}")
     return "\n".join(out)
+
+
+# An ATX heading opener followed by a Unicode space other than U+0020 or a tab (no-break space
+# U+00A0 as Word, Google Docs and some converters export it; U+2000-U+200A; U+202F; U+3000).
+_SPACE_HEADING = re.compile(r"^ {0,3}#{1,6}[\u00a0\u2000-\u200a\u202f\u205f\u3000]+\S")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _space_headings(lines: list[str]) -> list[int]:
+    """1-based lines, outside fenced code, that are headings but for the space after ``#``."""
+    out, fence = [], ""
+    for i, line in enumerate(lines, 1):
+        m = _FENCE.match(line)
+        if m and (not fence or m.group(1).startswith(fence)):
+            fence = "" if fence else m.group(1)[:3]
+            continue
+        if not fence and _SPACE_HEADING.match(line):
+            out.append(i)
+    return out
 
 
 def _approx_tokens(text: str) -> int:
@@ -205,6 +238,9 @@ def check_tree(
     * ``sentence-heading``: a title of more than :data:`SENTENCE_MAX_WORDS` words, or of at
       least :data:`SENTENCE_PUNCT_MIN_WORDS` words ending in ``.``, ``;`` or ``,``: body text
       promoted to a heading by the converter.
+    * ``space-heading``: lines outside fenced code that start like an ATX heading but have a
+      no-break or other Unicode space after the ``#``s (``##`` + U+00A0 + title): text to
+      CommonMark, so no sections; reported once, at the first, with the line numbers.
     * ``math-heading``: a title starting with a display-math opener (:data:`MATH_OPENERS`):
       an equation read as a setext heading (shared case 35; an unclosed ``$$`` or a blank
       line inside the equation keeps the CommonMark reading).
@@ -250,6 +286,16 @@ def check_tree(
 
     if report is not None and report.converter_output:
         found.append(_rules_note(report))
+
+    spaced = _space_headings(lines)
+    if spaced:
+        shown = ", ".join(map(str, spaced[:10])) + (", ..." if len(spaced) > 10 else "")
+        found.append(TreeWarning(
+            "space-heading", spaced[0],
+            f"{len(spaced)} line(s) start like a heading but a no-break or other Unicode space follows "
+            f"the '#'s (lines {shown}): CommonMark reads them as text, so they are no sections; "
+            "write a plain space after the '#'s",
+        ))
 
     if not headings:
         if total_chars:

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
 from ..discovery import discover
+from ..docids import normalize_doc_id
 from ..embedding import Embedder, SentenceTransformerEmbedder
 from ..errors import StaleSourceError
 from ..pages import PageMap, stored_page_map
@@ -269,6 +270,7 @@ class Service:
         it moved (a version's stored source is immutable, read by its hash).
         """
         reg = reader.index.registry
+        doc_id = reg.stored_id(doc_id) or doc_id  # ids compare in Unicode NFC (proxypointer.docids)
         for _attempt in range(5):
             rec = reg.get(doc_id)
             if rec is None or not rec.version:
@@ -339,9 +341,8 @@ class Service:
         if prefix is not None:
             prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
         with self._reader() as reader:
-            if ids:
-                known = reader.index.registry.live_versions(ids)
-                unknown = [d for d in ids if d not in known]
+            if ids:  # as users write them: NFC or not, or the citation form (`handbook.md`)
+                ids, unknown = reader.retriever.resolve_doc_ids(ids)
                 if unknown:
                     raise NotFound(f"doc_ids: not in the index: {unknown[:5]}; list_documents gives the ids")
             sections = reader.retriever.retrieve(query, k, doc_ids=ids, source_prefix=prefix or None)
@@ -377,7 +378,8 @@ class Service:
         with self._reader() as reader:
             records = [r for r in reader.index.registry.documents() if r.version]
         if prefix:
-            records = [r for r in records if r.doc_id.startswith(prefix)]
+            prefix = normalize_doc_id(prefix)
+            records = [r for r in records if normalize_doc_id(r.doc_id).startswith(prefix)]
         page = records[offset : offset + limit]
         nxt = offset + limit if offset + limit < len(records) else None
         return {

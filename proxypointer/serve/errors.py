@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..docids import escaped, is_utf8
 from ..errors import LockError, ProxyPointerError, StaleSourceError
 
 __all__ = ["BadRequest", "Forbidden", "NotFound", "ServeError", "WriteBusy", "int_arg", "status_of", "text_arg"]
@@ -56,10 +57,11 @@ def status_of(err: ProxyPointerError) -> int:
 
 
 def text_arg(name: str, value: Any, max_chars: int) -> str:
-    """Return ``value`` if it is a string of at most ``max_chars`` characters without NUL.
+    r"""Return ``value`` if it is a string of at most ``max_chars`` characters, without NUL, that is text.
 
     Raises:
-        BadRequest: Naming the argument and the limit.
+        BadRequest: Naming the argument and the limit; also for a lone surrogate (JSON's
+            ``"\ud800"`` escape: no UTF-8 text holds one, and no answer could carry it).
     """
     if not isinstance(value, str):
         raise BadRequest(f"{name}: expected a string, got {type(value).__name__}")
@@ -67,6 +69,9 @@ def text_arg(name: str, value: Any, max_chars: int) -> str:
         raise BadRequest(f"{name}: at most {max_chars} characters, got {len(value)}")
     if "\x00" in value:
         raise BadRequest(f"{name}: must not contain NUL characters")
+    if not is_utf8(value):
+        shown = escaped(value)[:80]
+        raise BadRequest(f"{name}: holds a lone surrogate ({shown!r}), which is not text; send valid UTF-8")
     return value
 
 

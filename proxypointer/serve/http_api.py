@@ -25,11 +25,13 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .. import __version__
 from ..errors import ProxyPointerError
+from .arguments import StrictArguments, validation_detail
 from .common import Service
 from .errors import status_of
 from .security import Guard, bearer_token, is_loopback
@@ -39,10 +41,8 @@ __all__ = ["create_app", "run_http"]
 logger = logging.getLogger(__name__)
 
 
-class QueryBody(BaseModel):
-    """Body of ``POST /query``."""
-
-    model_config = ConfigDict(extra="forbid")
+class QueryBody(StrictArguments):
+    """Body of ``POST /query`` (JSON types as sent: ``"k": "3"`` is refused; unknown names too)."""
 
     query: str = Field(description="Question or keywords.")
     k: int | None = Field(None, description="Sections wanted (default retrieval.k, at most serve.max_k).")
@@ -53,10 +53,8 @@ class QueryBody(BaseModel):
     )
 
 
-class IngestBody(BaseModel):
-    """Body of ``POST /ingest``."""
-
-    model_config = ConfigDict(extra="forbid")
+class IngestBody(StrictArguments):
+    """Body of ``POST /ingest`` (strict as :class:`QueryBody`)."""
 
     paths: list[str] = Field(description="Files or folders under serve.ingest_roots.")
     prune: bool = Field(False, description="Also delete documents whose files are gone from the given folders.")
@@ -88,6 +86,11 @@ def create_app(service: Service, *, host: str) -> Any:
         if status >= 500:
             logger.error("%s", err)
         return JSONResponse({"detail": str(err)}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, err: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer echoes the values sent, which may not be JSON (1e400 is infinity)
+        return JSONResponse({"detail": validation_detail(err.errors())}, status_code=422)
 
     @app.post("/query", summary="Find the best whole sections for a query")
     async def query(body: QueryBody) -> dict[str, Any]:

@@ -12,6 +12,9 @@ and one resource template, ``proxypointer://doc/{+doc_id}`` (the whole stored te
 document; ``+`` lets doc ids contain ``/``). Transports: stdio (for desktop clients) and
 streamable HTTP at ``/mcp`` behind the same guard as ``serve http``. Refused requests come
 back as tool errors (``is_error``) whose text says what to change; the server keeps running.
+Arguments are checked as ``serve http`` checks them (strict JSON types, unknown names refused
+with the valid ones: :mod:`proxypointer.serve.arguments`), and over stdio a line the SDK
+cannot read is answered with a JSON-RPC error (:mod:`proxypointer.serve.mcp_stdio`).
 """
 
 # No ``from __future__ import annotations``: the SDK reads the tool signatures at runtime,
@@ -23,11 +26,13 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
 from ..errors import ProxyPointerError
+from .arguments import strict_model
 from .common import MAX_LIST, Service
 from .errors import NotFound
 from .security import Guard, bearer_token, is_loopback
@@ -59,7 +64,11 @@ def create_mcp_server(service: Service) -> MCPServer:
     """
     lim = service.limits
     default_k = min(service.config.retrieval.k, lim.max_k)
-    server = MCPServer("proxypointer", instructions=INSTRUCTIONS, version=__version__)
+    tools: list[Tool] = []
+
+    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:  # a read-only tool, arguments strict
+        tools.append(_strict_tool(fn, _READ_ONLY))
+        return fn
 
     async def call(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         try:
@@ -67,7 +76,7 @@ def create_mcp_server(service: Service) -> MCPServer:
         except ProxyPointerError as err:  # refusals and store errors: a message the model can act on
             raise ToolError(str(err)) from err
 
-    @server.tool(annotations=_READ_ONLY)
+    @tool
     async def search(
         query: Annotated[str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)],
         k: Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)] = default_k,
@@ -97,7 +106,7 @@ def create_mcp_server(service: Service) -> MCPServer:
         """
         return await call(service.search, query, k, doc_ids, prefix, max_tokens)
 
-    @server.tool(annotations=_READ_ONLY)
+    @tool
     async def list_documents(
         prefix: Annotated[str | None, Field(description="Only documents whose doc_id starts with this.")] = None,
         offset: Annotated[int, Field(description="Documents to skip (paging).", ge=0)] = 0,
@@ -109,7 +118,7 @@ def create_mcp_server(service: Service) -> MCPServer:
         """
         return await call(service.list_documents, prefix, offset, limit)
 
-    @server.tool(annotations=_READ_ONLY)
+    @tool
     async def get_structure(
         doc_id: Annotated[str, Field(description="A doc_id from list_documents or search.")],
         depth: Annotated[
@@ -124,7 +133,7 @@ def create_mcp_server(service: Service) -> MCPServer:
         """
         return await call(service.get_structure, doc_id, depth)
 
-    @server.tool(annotations=_READ_ONLY)
+    @tool
     async def get_section(
         doc_id: Annotated[str, Field(description="A doc_id from list_documents or search.")],
         node_id: Annotated[
@@ -147,6 +156,8 @@ def create_mcp_server(service: Service) -> MCPServer:
         """
         return await call(service.get_section, doc_id, node_id, start_line, end_line, max_tokens)
 
+    server = MCPServer("proxypointer", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+
     @server.resource(
         "proxypointer://doc/{+doc_id}",
         name="document",
@@ -162,6 +173,20 @@ def create_mcp_server(service: Service) -> MCPServer:
             raise ResourceError(str(err)) from err
 
     return server
+
+
+def _strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
+    """Make an MCP tool whose arguments validate as HTTP's do (:mod:`proxypointer.serve.arguments`).
+
+    The SDK builds each tool's argument model from the function's signature, coercing types and
+    ignoring unknown names; the model is swapped for its strict subclass, and the JSON schema
+    the tool publishes is rebuilt from it (``additionalProperties: false``).
+    """
+    tool = Tool.from_function(fn, annotations=annotations)
+    strict = strict_model(tool.fn_metadata.arg_model)
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
 
 
 def run_mcp(
@@ -189,7 +214,11 @@ def run_mcp(
         started = service.warm_up()
         if ready is not None:
             ready(f"serving MCP over stdio ({started['preload']})")
-        server.run()  # stdout carries the protocol: nothing else may print there
+        import anyio
+
+        from .mcp_stdio import run_stdio
+
+        anyio.run(run_stdio, server)  # stdout carries the protocol: nothing else may print there
         return
     import uvicorn
 

@@ -100,6 +100,11 @@ def test_routes_answer_like_the_retriever(server, store):
         ("POST", "/query", {"query": "leave", "max_tokens": 10**7}, 400, ["max_tokens"]),
         ("POST", "/query", {"k": 3}, 422, ["query"]),
         ("POST", "/query", {"query": "leave", "limit": 3}, 422, ["limit"]),
+        ("POST", "/query", {"query": "leave", "doc_id": ["employee-handbook"]}, 422, ["doc_id", "doc_ids"]),
+        ("POST", "/query", {"query": "leave", "k": "3"}, 422, ["k", "integer"]),
+        ("POST", "/query", {"query": "leave", "k": True}, 422, ["k", "integer"]),
+        ("POST", "/query", {"query": "leave", "k": 3.0}, 422, ["k", "integer"]),
+        ("POST", "/query", {"query": "leave", "doc_ids": "employee-handbook"}, 422, ["doc_ids", "list"]),
         ("POST", "/ingest", {"paths": [str(DATA)]}, 403, ["read-only", "--allow-write"]),
         ("DELETE", "/documents/employee-handbook", None, 403, ["read-only"]),
     ],
@@ -110,6 +115,23 @@ def test_refusals(server, method, path, body, status, words):
     assert all(w in r.text for w in words), r.text
     if status == 403:  # nothing was written
         assert httpx.get(server.url + "/documents").json()["total"] == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b'{"query": "leave", "k": 1e400}', ["k"]),  # JSON's infinity: no 500, nothing echoed
+        (b'{"query": "pu\\ud800mp"}', ["query", "lone surrogate"]),
+        (b'{"query": "leave", "prefix": "\\udcff"}', ["prefix", "lone surrogate"]),
+        (b'{"query": "leave", "doc_ids": ["caf\\udce9"]}', ["doc_ids", "lone surrogate"]),
+        (b'{"query": "leave", "k": 3', ["json"]),
+    ],
+)
+def test_bodies_that_are_not_text_or_not_json_numbers_are_refused_as_bad_input(server, body, words):
+    r = httpx.post(server.url + "/query", content=body, headers={"content-type": "application/json"})
+    assert r.status_code in (400, 422), r.text
+    assert all(w in r.text.lower() for w in words), r.text
+    assert httpx.post(server.url + "/query", json={"query": "leave"}).status_code == 200  # still serving
 
 
 def test_oversized_bodies_are_refused_whatever_they_declare(server):

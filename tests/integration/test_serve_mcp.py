@@ -172,3 +172,74 @@ def test_cli_serves_mcp_over_stdio_with_the_real_model(tmp_path):
         command=sys.executable, args=["-m", "proxypointer", "serve", "mcp", "--store", str(store)], env=server_env()
     )
     asyncio.run(_over_stdio(params, expected))
+
+
+def _stdio_exchange(store: Path, lines: list[str], want_ids: set[int], timeout_s: float = 120) -> tuple[dict, list]:
+    """Write raw JSON-RPC lines to a stdio server; return its answers by id and those without one."""
+    import subprocess
+    import threading
+
+    proc = subprocess.Popen(
+        [sys.executable, str(DRIVER), str(store), "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env(),
+    )
+    by_id: dict = {}
+    other: list = []
+    done = threading.Event()
+
+    def read() -> None:
+        for raw in proc.stdout:
+            msg = json.loads(raw)
+            if msg.get("id") is None:
+                other.append(msg)
+            else:
+                by_id[msg["id"]] = msg
+            if want_ids <= set(by_id):
+                done.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        for line in lines:
+            proc.stdin.write(line.encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        done.wait(timeout_s)
+    finally:
+        proc.kill()
+        proc.wait()
+    return by_id, other
+
+
+def test_stdio_answers_bad_input_as_errors_and_keeps_serving(store):
+    """Text that is no text, unknown or mistyped arguments, a line that is no JSON: answered, never silence."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+
+    def call(i: int, name: str, args: str) -> str:
+        params = f'{{"name": "{name}", "arguments": {args}}}'
+        return f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {params}}}'
+
+    lines = [
+        json.dumps(init),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        call(2, "search", '{"query": "pu\\ud800mp"}'),  # JSON's escape of a lone surrogate
+        call(3, "search", '{"query": "leave", "doc_id": ["employee-handbook"]}'),
+        call(4, "search", '{"query": "leave", "k": "3"}'),
+        call(5, "get_structure", '{"doc_id": "\\udcff"}'),
+        "this line is not JSON",
+        call(6, "list_documents", "{}"),
+    ]
+    by_id, other = _stdio_exchange(store, lines, {1, 2, 3, 4, 5, 6})
+    assert set(by_id) >= {2, 3, 4, 5, 6}, (by_id, other)
+
+    def error_text(i: int) -> str:
+        result = by_id[i]["result"]
+        assert result["isError"], by_id[i]
+        return result["content"][0]["text"]
+
+    for i in (2, 5):  # JSON that is no text: the SDK cannot read the request, answered by its id
+        assert by_id[i]["error"]["code"] == -32600 and "lone surrogate" in by_id[i]["error"]["message"]
+    assert "doc_id" in error_text(3) and "doc_ids" in error_text(3)
+    assert "k" in error_text(4) and "integer" in error_text(4)
+    assert by_id[6]["result"]["structuredContent"]["total"] == 3  # still serving
+    assert [m["error"]["code"] for m in other if "error" in m] == [-32700]  # JSON-RPC parse error

@@ -227,3 +227,32 @@ def test_cli_converter_output_off_keeps_the_headings_as_written(tmp_path, capsys
     # and the check then warns about the row heading instead
     assert main(["tree", "--check", "--converter-output", "off", str(doc)]) == 1
     assert "warning[row-headings]" in capsys.readouterr().out
+
+
+def test_the_outline_cuts_a_huge_title_and_says_how_long_it_was():
+    from proxypointer.tree import build_tree
+    from proxypointer.treecheck import OUTLINE_TITLE_MAX_CHARS, tree_outline
+
+    title = "word " * 100_000
+    out = tree_outline(build_tree(f"# {title}\ntext\n## Short\n", "doc"))
+    first, second = out.split("\n")
+    assert len(first) < OUTLINE_TITLE_MAX_CHARS + 60
+    assert first.startswith("# word word") and "… (499,999 characters)  L1-L3" in first
+    assert second == "  ## Short  L3-L3"
+
+
+def test_headings_written_with_a_no_break_space_are_reported_with_their_lines():
+    from proxypointer.tree import build_tree, split_lines
+    from proxypointer.treecheck import check_tree
+
+    text = (
+        "# Manual\n\nIntro.\n\n##\u00a0Installation\n\nRun the installer.\n\n"
+        "```\n##\u00a0not a heading: code\n```\n\n###\u202fSafety\n\nWear gloves.\n"
+    )
+    tree = build_tree(text, "manual")
+    assert [n.title for n in tree.nodes if n.kind == "heading"] == ["Manual"]  # CommonMark: text
+    (w,) = [w for w in check_tree(tree, split_lines(text)) if w.code == "space-heading"]
+    assert w.line == 5 and "lines 5, 13" in w.message and "2 line(s)" in w.message
+    only = "##\u00a0Installation\n\nRun it.\n"
+    codes = [w.code for w in check_tree(build_tree(only, "d"), split_lines(only))]
+    assert "space-heading" in codes and "no-headings" in codes
