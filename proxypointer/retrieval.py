@@ -499,7 +499,9 @@ class Retriever:
         Raises:
             ConfigError: If ``k`` < 1, the query is empty, or a filter is not supported.
             StoreError: If the store folder holds no store, or Chroma fails.
-            StaleSourceError: If a stored source is missing (run ``proxypointer check``).
+            StaleSourceError: If the documents kept changing under the query (a writer
+                replacing them on every attempt). A document whose stored source is missing
+                is left out of the answer with a warning (``proxypointer check --repair``).
         """
         check_query(query)
         k = self.config.k if k is None else k
@@ -594,6 +596,9 @@ class Retriever:
     def _sections(self, candidates: Sequence[_Candidate]) -> list[Section]:
         """Read the records of ranked candidates and build their sections.
 
+        A document whose stored source is missing (deleted by hand, a damaged store) is left
+        out with a warning: the others still answer.
+
         Raises:
             StaleSourceError: If a record vanished (a writer replaced the document meanwhile).
         """
@@ -615,11 +620,24 @@ class Retriever:
         cfg = self.config
         out: list[Section] = []
         used = 0
+        missing: set[str] = set()  # documents whose stored source is gone: skipped, said once
         for rank, c in enumerate(candidates, 1):
             room = max(0, cfg.delivery_budget_tokens - used) if cfg.delivery_budget_tokens else None
-            sec = self._section(full[c.section.chunk_id], full[c.chunk.chunk_id], cosine.get(c.chunk.chunk_id, 0.0),
-                                c.rank_score, c.group, "query" if c.chunk.chunk_id in c.ranking.labelled else "",
-                                tail=bool(cfg.tail_own_tokens) and rank > cfg.full_ranks, room=room)
+            meta = full[c.section.chunk_id].metadata
+            if meta["doc_hash"] in missing:
+                continue
+            try:
+                sec = self._section(full[c.section.chunk_id], full[c.chunk.chunk_id],
+                                    cosine.get(c.chunk.chunk_id, 0.0), c.rank_score, c.group,
+                                    "query" if c.chunk.chunk_id in c.ranking.labelled else "",
+                                    tail=bool(cfg.tail_own_tokens) and rank > cfg.full_ranks, room=room)
+            except StaleSourceError:
+                if self.index.registry.sources.has(meta["doc_hash"]):
+                    raise  # a writer replaced the document meanwhile: the caller searches again
+                missing.add(meta["doc_hash"])
+                logger.warning("%s: its stored source is missing; its sections are left out of the answer "
+                               "(run `proxypointer check --repair`, then ingest the file again)", meta["doc_id"])
+                continue
             if room is not None:
                 toks = self.reader_tokens(full[c.section.chunk_id].metadata["doc_hash"])
                 used += sum(toks[sec.text_start_line - 1 : sec.text_end_line])

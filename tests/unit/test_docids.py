@@ -107,3 +107,4 @@ def test_a_file_given_directly_keeps_the_id_it_got_from_its_folder(tmp_path, mak
     report = index.ingest([leave], show_progress=False)
     assert not report.failed and report.indexed == 1
     assert [r.doc_id for r in index.registry.documents()] == ["policies/leave"]
+

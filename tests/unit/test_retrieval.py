@@ -829,3 +829,20 @@ def test_a_moved_folder_ingested_again_cites_the_new_path(make_index, tmp_path):
     sections = Retriever(idx).retrieve("parental leave", k=3)
     assert sections and all(s.source.startswith(str(new) + "/") for s in sections)
     assert all(__import__("pathlib").Path(s.source).is_file() for s in sections)
+
+
+def test_a_document_whose_stored_source_is_missing_is_left_out_with_a_warning(tmp_path, make_index, caplog):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    menu = "# Menu\n\nThe soup of the day is a pumpkin soup with roasted seeds.\n"
+    (corpus / "menu.md").write_text(menu, encoding="utf-8")
+    (corpus / "notes.md").write_text("# Notes\n\nThe boiler is serviced every spring.\n", encoding="utf-8")
+    index = make_index()
+    index.ingest([corpus], show_progress=False)
+    rec = index.registry.get("menu")
+    stored = next((tmp_path / "store").rglob(f"{rec.doc_hash}.md"))
+    stored.unlink()
+    with caplog.at_level("WARNING", logger="proxypointer.retrieval"):
+        found = Retriever(index).retrieve("What is the soup of the day?", k=2)
+    assert [s.doc_id for s in found] == ["notes"]
+    assert "menu: its stored source is missing" in caplog.text
