@@ -387,9 +387,10 @@ def check(
     Args:
         registry: The registry.
         store: The Chroma collection.
-        model: The store's embedding model (cache pruning keeps only its live entries).
-        repair: Also fix what can be fixed (see ``Index.check``) and drop embedding-cache
-            entries no live chunk uses.
+        model: The store's embedding model (damaged cached vectors of it are dropped).
+        repair: Also fix what can be fixed (see ``Index.check``). Cached embeddings no live
+            chunk uses are kept (an interrupted run's finished work; ``ingest --prune`` drops
+            them).
         tokenizer: The model's tokenizer: stored word pieces per line are checked (and, with
             ``repair``, rewritten where they differ); None: not checked.
 
@@ -449,9 +450,8 @@ def check(
         removed = registry.sources.prune()
         if removed:
             rep.repaired.append(f"removed {removed} unreferenced stored sources")
-        dropped = prune_embedding_cache(registry, store, model)
-        if dropped:
-            rep.repaired.append(f"removed {dropped} embedding-cache entries no live chunk uses")
+        # The embedding cache keeps the vectors no live chunk uses: after an interrupted run
+        # they are the finished work its next ingest reuses (`ingest --prune` drops them).
         if damaged:
             registry.embeddings.drop(model, damaged)
             rep.repaired.append(f"removed {len(damaged)} damaged cached embeddings")

@@ -442,9 +442,10 @@ class Index:
             repair: Also fix what can be fixed: finish interrupted runs, delete unregistered
                 chunks, copy missing or differing chunk records from Chroma, mark documents
                 whose chunks or stored source are missing ``stale`` so that the next ingest of
-                their files rewrites them, drop embedding-cache entries no live chunk uses and
-                damaged ones, and count the word pieces per line of every live text again where
-                the stored counts differ (tokenises every text).
+                their files rewrites them, drop damaged cached embeddings (those no live chunk
+                uses are kept for the next ingest to reuse; ``ingest(prune=True)`` drops them),
+                and count the word pieces per line of every live text again where the stored
+                counts differ (tokenises every text).
 
         Returns:
             A report listing every difference found (before repairs) and each repair made.

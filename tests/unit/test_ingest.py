@@ -313,7 +313,7 @@ def test_progress_counts_chunks_within_one_document(tmp_path, make_index, monkey
 
 
 # -- cache pruning -------------------------------------------------------------------------
-def test_prune_and_repair_drop_cache_entries_no_live_chunk_uses(tmp_path, make_index):
+def test_prune_drops_cache_entries_no_live_chunk_uses_and_repair_keeps_them(tmp_path, make_index):
     src = tmp_path / "doc.md"
     src.write_text("# Doc\n\n## A\n\napples\n\n## B\n\nbananas\n\n## C\n\ncherries\n", encoding="utf-8")
     index = make_index()
@@ -327,10 +327,11 @@ def test_prune_and_repair_drop_cache_entries_no_live_chunk_uses(tmp_path, make_i
     index.registry.embeddings.put("another-model", {"f" * 40: __import__("numpy").ones(4, "float32")})
     index.registry._db.execute("UPDATE chunks SET record = NULL")  # copies missing: hashes come from Chroma
     fixed = index.check(repair=True)
-    assert "removed 1 embedding-cache entries no live chunk uses" in fixed.repaired
+    assert not any("embedding-cache" in r for r in fixed.repaired)
+    assert index.status()["cached_embeddings"] == 3  # repair keeps work an interrupted run may reuse
+    rep = index.ingest([src], prune=True, show_progress=False)
+    assert rep.unchanged == 1 and rep.cache_pruned == 1 and index.check().ok
     assert index.status()["cached_embeddings"] == 2
-    rep = index.ingest([src], show_progress=False)
-    assert rep.unchanged == 1 and index.check().ok
 
 
 # -- the reader seam (a converter plugs in per suffix) -------------------------------------
