@@ -214,10 +214,7 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
     Balance Sheets``) has been seen in the open item or part. Every other heading nests under
     the labelled heading before it (its *anchor*), at the anchor's level + 1 + the rank of
     its written level among the other headings under that anchor, so their relative nesting
-    is kept; headings before the first label rank from level 1. A title line right after a
-    heading whose level came from its type (``styled``) has no type of its own and is that
-    heading's sibling (a title that :mod:`proxypointer.runin` took out of a paragraph). At
-    most 6. A part or item
+    is kept; headings before the first label rank from level 1. At most 6. A part or item
     line of the table of contents (ending in a page number) is no label
     (:func:`proxypointer.titles.filing_label`).
 
@@ -240,22 +237,16 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
             anchor = i
         else:
             anchor_of[i] = anchor
-    # a title line right after a styled heading has no type of its own: it is that one's sibling
-    sibling = {i for i, h in enumerate(headings) if not kinds[i] and h.source == "title" and i
-               and headings[i - 1].source == "styled" and not kinds[i - 1]}
     written: dict[int, set[int]] = {}
     for i, a in enumerate(anchor_of):
-        if not kinds[i] and i not in sibling:
+        if not kinds[i]:
             written.setdefault(a, set()).add(headings[i].md_level)
     ranks = {a: sorted(mds) for a, mds in written.items()}
     out: list[Heading] = []
     for i, h in enumerate(headings):
         if not kinds[i]:
             a = anchor_of[i]
-            if i in sibling:
-                levels[i] = levels[i - 1]
-            else:
-                levels[i] = (levels[a] if a >= 0 else 0) + 1 + ranks[a].index(h.md_level)
+            levels[i] = (levels[a] if a >= 0 else 0) + 1 + ranks[a].index(h.md_level)
         out.append(Heading(h.line, h.last_line, min(levels[i], 6), h.title, h.md_level, h.source))
     changed = sum(1 for a, b in zip(headings, out, strict=True) if a.level != b.level)
     logger.debug("filing structure: %d of %d headings re-levelled", changed, len(out))
@@ -511,31 +502,21 @@ def _style_offsets(headings: list[Heading]) -> list[int]:
 
     A *run* is a maximal sequence of unnumbered, unlabelled headings whose level a reader wrote
     from their font (source ``styled``: :mod:`proxypointer.headingstyles`); any other heading
-    ends it, except a title line (no type of its own: :mod:`proxypointer.runin`), which takes
-    the offset of the styled heading before it in the run. Within a run, a heading's offset is
-    the index of its written level among the run's distinct written levels (0 for the run's
-    highest style); 0 for every other heading.
+    ends it. Within a run, a heading's offset is the index of its written level among the
+    run's distinct written levels (0 for the run's highest style); 0 for every other heading.
     """
     offsets = [0] * len(headings)
     run: list[int] = []
-    titles: list[int] = []  # title lines inside the run
 
     def close() -> None:
         levels = sorted({headings[k].md_level for k in run})
         for k in run:
             offsets[k] = levels.index(headings[k].md_level)
-        for k in titles:  # a sibling of the styled heading before it
-            before = [j for j in run if j < k]
-            offsets[k] = offsets[before[-1]] if before else 0
         run.clear()
-        titles.clear()
 
     for i, h in enumerate(headings):
-        plain = not numbering_depth(h.title) and not filing_label(h.title)
-        if h.source == "styled" and plain:
+        if h.source == "styled" and not numbering_depth(h.title) and not filing_label(h.title):
             run.append(i)
-        elif h.source == "title" and plain and run:
-            titles.append(i)
         else:
             close()
     close()

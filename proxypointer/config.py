@@ -600,9 +600,6 @@ class PDFConfig:
             first; at one size, the style with fewer headings first), read from the
             converter's JSON output, so that the tree nests a filing's subsections
             (:mod:`proxypointer.headingstyles`). Off: the converter's levels as written.
-        run_in_titles: Put a title that the converter ran into the end of the paragraph before
-            it ("... 2022 and 2021. Litigation and Regulatory Proceedings") on a line of its
-            own, where the tree finds it (:mod:`proxypointer.runin`).
     """
 
     converter: str = "opendataloader"
@@ -615,7 +612,6 @@ class PDFConfig:
     bookmarks: bool = True
     contents: bool = True
     heading_styles: bool = True
-    run_in_titles: bool = True
 
     def __post_init__(self) -> None:
         _check(

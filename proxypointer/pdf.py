@@ -42,7 +42,6 @@ from .errors import ConfigError, DocumentError, MissingDependencyError
 from .headingstyles import apply_heading_styles, odl_headings
 from .pages import BUILTIN_STYLES, MarkerStyle, PageMap, page_map
 from .progress import progress_bar
-from .runin import split_run_in_titles
 from .tree import normalise_text, split_lines
 
 if TYPE_CHECKING:
@@ -277,8 +276,6 @@ class OpenDataLoaderConverter(PDFConverter):
         heading_styles: Also ask for the JSON output and write each heading's level from its
             font's rank (:func:`proxypointer.headingstyles.apply_heading_styles`); the JSON is
             read and dropped.
-        run_in_titles: Put a title run into the end of the paragraph before it on a line of
-            its own (:func:`proxypointer.runin.split_run_in_titles`).
 
     Raises:
         ConfigError: If an option is out of range.
@@ -298,7 +295,6 @@ class OpenDataLoaderConverter(PDFConverter):
         java: str = "java",
         java_heap_mb: int = 0,
         heading_styles: bool = True,
-        run_in_titles: bool = True,
     ) -> None:
         if table_method not in _TABLE_METHODS:
             raise ConfigError(f"pdf.table_method: expected one of {list(_TABLE_METHODS)}, got {table_method!r}")
@@ -314,7 +310,6 @@ class OpenDataLoaderConverter(PDFConverter):
         self.java = java
         self.java_heap_mb = java_heap_mb
         self.heading_styles = heading_styles
-        self.run_in_titles = run_in_titles
 
     @property
     def version(self) -> str:  # noqa: D102 - documented on the base class
@@ -342,8 +337,6 @@ class OpenDataLoaderConverter(PDFConverter):
         }
         if self.heading_styles:
             opts["heading_styles"] = HEADING_STYLES_RULE
-        if self.run_in_titles:
-            opts["run_in_titles"] = RUN_IN_TITLES_RULE
         return tuple(sorted(opts.items()))
 
     def _jar(self) -> Path:
@@ -473,8 +466,6 @@ class OpenDataLoaderConverter(PDFConverter):
                         results[i] = _read_output(md, paths[i])
                         if self.heading_styles and isinstance(results[i], str):
                             results[i] = _styled(results[i], out_dir / f"{i:05d}.json", paths[i])
-                        if self.run_in_titles and isinstance(results[i], str):
-                            results[i] = _run_in(results[i])
                 left = [i for i in pending if results[i] is None]
                 if not left:
                     break
@@ -592,7 +583,6 @@ def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFC
         use_struct_tree=config.use_struct_tree,
         java_heap_mb=heap,
         heading_styles=config.heading_styles,
-        run_in_titles=config.run_in_titles,
     )
 
 
@@ -610,18 +600,6 @@ def _pypdf():  # noqa: ANN202 - the module, imported lazily
 #: Version of the heading-style rule (:mod:`proxypointer.headingstyles`), part of the
 #: conversion key: a new rule converts again.
 HEADING_STYLES_RULE = "1"
-
-
-#: Version of the run-in title rule (:mod:`proxypointer.runin`), part of the conversion key.
-RUN_IN_TITLES_RULE = "1"
-
-
-def _run_in(markdown: str) -> str:
-    """Return the markdown with titles run into a paragraph's end on lines of their own."""
-    lines, n = split_run_in_titles(split_lines(markdown))
-    if not n:
-        return markdown
-    return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")
 
 
 def _styled(markdown: str, json_path: Path, pdf: Path) -> str:

@@ -172,7 +172,7 @@ def test_levels_the_converter_wrote_are_still_flattened():
         assert tree.title_path(heads[title].node_id) == ("Item 1. Business", title)
 
 
-def test_the_rules_are_part_of_the_conversion_key_so_a_cached_conversion_is_not_reused():
+def test_the_rule_is_part_of_the_conversion_key_so_a_cached_conversion_is_not_reused():
     from proxypointer.config import PDFConfig
     from proxypointer.pdf import converter_from_config
 
@@ -180,25 +180,3 @@ def test_the_rules_are_part_of_the_conversion_key_so_a_cached_conversion_is_not_
     assert dict(on.options)["format"] == "markdown,json" and "heading_styles" in dict(on.options)
     assert dict(off.options)["format"] == "markdown" and "heading_styles" not in dict(off.options)
     assert on.key("ab" * 32) != off.key("ab" * 32)
-    no_run_in = converter_from_config(PDFConfig(run_in_titles=False))
-    assert "run_in_titles" in dict(on.options) and "run_in_titles" not in dict(no_run_in.options)
-    assert on.key("ab" * 32) != no_run_in.key("ab" * 32)
-
-
-def test_a_title_line_among_styled_headings_is_a_sibling_of_the_one_before():
-    from proxypointer._converter import relevel_filing
-    from proxypointer._markdown import Heading
-
-    heads = [
-        Heading(1, 1, 2, "Item 8. Financial Statements", 2, "atx"),
-        Heading(3, 3, 1, "Notes Overview", 1, "styled"),
-        Heading(5, 5, 2, "Guaranty Fund Assessments", 2, "styled"),
-        # put on a line of its own by proxypointer.runin: no type of its own
-        Heading(7, 7, 3, "Litigation and Regulatory Proceedings", 0, "title"),
-        Heading(9, 9, 1, "Item 9. Changes in Accountants", 2, "atx"),
-    ]
-    levels = [h.level for h in relevel_filing(heads)]
-    assert levels == [1, 2, 3, 3, 1]
-    # after a heading that is not styled, a title line keeps its place directly under the label
-    plain = [heads[0], Heading(3, 3, 3, "Overview", 3, "atx"), heads[3], heads[4]]
-    assert [h.level for h in relevel_filing(plain)] == [1, 3, 2, 1]
