@@ -388,3 +388,20 @@ def test_table_chunk_ids_and_hashes_are_stable(tok):
     _, b, _ = _chunks(TENK, tok)
     assert [(c.chunk_id, c.content_hash) for c in a] == [(c.chunk_id, c.content_hash) for c in b]
     assert len({c.chunk_id for c in a}) == len(a)
+
+
+@pytest.mark.parametrize("outer", [False, True])
+def test_every_chunk_of_a_long_pipe_table_repeats_its_headers_with_or_without_outer_pipes(outer):
+    from fakes import HashingEmbedder
+
+    from proxypointer.config import ChunkingConfig
+
+    rows = [f"Widget {i} | {i * 3} mm | ${i}.50" for i in range(60)]
+    table = ["Part number | Size | Unit price", "--- | ---: | ---", *rows]
+    if outer:
+        table = [f"| {r} |" for r in table]
+    text = "# Parts\n\nPrices of the parts.\n\n" + "\n".join(table) + "\n"
+    chunks = chunk_document(build_tree(text, "d"), text, HashingEmbedder().tokenizer, ChunkingConfig(chunk_tokens=128))
+    in_table = [c for c in chunks if "Widget" in c.embed_text]
+    assert len(in_table) >= 3
+    assert all("Part number | Size | Unit price" in c.embed_text for c in in_table)
