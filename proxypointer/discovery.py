@@ -16,8 +16,8 @@ Rules (shared cases 34 and 37, docs/lifecycle.md):
 - Two different files with one doc_id (``faq.md`` + ``faq.markdown``, ``README.md`` in two
   folders given together): the file that already owns the id in the registry, else the first
   in the order given, keeps it; each other one fails with both paths named.
-- Ids are Unicode NFC (:mod:`proxypointer.docids`): ``Cafe\u0301-menu.md`` (NFD) is
-  ``Café-menu``. A file whose name is not valid UTF-8 or holds a control character (a
+- Ids are Unicode NFC (:mod:`proxypointer.docids`): ``Cafe`` + U+0301 + ``-menu.md`` (NFD)
+  is ``Café-menu``. A file whose name is not valid UTF-8 or holds a control character (a
   newline) gets no id: it fails with its name escaped, and the other files are indexed.
 - A file given directly that the registry already holds under another id (ingested earlier
   from its folder, as ``policies/leave``) keeps that id.

@@ -349,3 +349,31 @@ def test_conversion_cache_round_trip_and_prune(tmp_path):
     assert cache.prune(["feedface00000000"]) == 1
     assert cache.get(key) is not None and cache.get("cd" + "1" * 62) is None
     assert not list((tmp_path / "conv").glob("*/.tmp-*"))
+
+
+def test_the_converters_html_escapes_are_undone_where_they_cannot_change_the_parse():
+    from proxypointer.pdf import unescape_text
+    from proxypointer.tree import build_tree
+
+    md = (
+        "## Research &amp; Development\n\nJohnson &amp; Johnson grew &lt;5% in AT&amp;T markets; a &gt; b.\n\n"
+        "&gt; not a quote\n\n&lt;div&gt; kept as text &amp;lt; too\n"
+    )
+    out = unescape_text(md)
+    assert out == (
+        "## Research & Development\n\nJohnson & Johnson grew <5% in AT&T markets; a > b.\n\n"
+        "&gt; not a quote\n\n&lt;div> kept as text &amp;lt; too\n"
+    )
+    before, after = build_tree(md, "d"), build_tree(out, "d")
+    assert [(n.level, n.start_line, n.end_line) for n in before.nodes] == [
+        (n.level, n.start_line, n.end_line) for n in after.nodes
+    ]
+    assert [n.title for n in after.nodes if n.kind == "heading"] == ["Research & Development"]
+    assert unescape_text("no escapes") == "no escapes"
+
+
+def test_the_entities_rule_is_part_of_the_conversion_key():
+    from proxypointer.config import PDFConfig
+    from proxypointer.pdf import ENTITIES_RULE, converter_from_config
+
+    assert dict(converter_from_config(PDFConfig()).options)["entities"] == ENTITIES_RULE
