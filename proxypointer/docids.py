@@ -14,8 +14,9 @@ Two kinds of names cannot be ids:
   or a citation it would split or fake output lines.
 
 Both are reported by discovery with the name escaped, and the rest of the run goes on. Text
-sent by a client (a query, a doc id, a prefix) with a lone surrogate is refused with a
-:class:`~proxypointer.errors.ConfigError`, which every front end answers as bad input.
+sent by a client (a query, a doc id, a prefix) with a lone surrogate is refused by
+:func:`check_text` (a :class:`~proxypointer.errors.ConfigError`: a CLI error; the servers
+answer it as a bad request).
 """
 
 from __future__ import annotations
@@ -42,9 +43,7 @@ def normalize_doc_id(text: str) -> str:
         The NFC form (``"Cafe\u0301-menu"`` -> ``"Café-menu"``); text with lone surrogates
         is returned unchanged (see :func:`name_problem`).
     """
-    if _SURROGATE.search(text):
-        return text
-    return unicodedata.normalize("NFC", text)
+    return unicodedata.normalize("NFC", text) if is_utf8(text) else text
 
 
 def escaped(text: str) -> str:
@@ -106,6 +105,7 @@ def check_text(value: str, what: str) -> str:
         ConfigError: If ``value`` holds a lone surrogate (``"pu\ud800mp"``: JSON's ``\ud800``
             escape or a Python string; no UTF-8 text has one).
     """
-    if _SURROGATE.search(value):
-        raise ConfigError(f"{what}: {escaped(value)!r} holds a lone surrogate, which is not text; send valid UTF-8")
+    if not is_utf8(value):
+        shown = escaped(value)[:80]
+        raise ConfigError(f"{what}: {shown!r} holds a lone surrogate, which is not text; send valid UTF-8")
     return value

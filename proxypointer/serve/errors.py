@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..docids import escaped, is_utf8
-from ..errors import LockError, ProxyPointerError, StaleSourceError
+from ..docids import check_text
+from ..errors import ConfigError, LockError, ProxyPointerError, StaleSourceError
 
 __all__ = ["BadRequest", "Forbidden", "NotFound", "ServeError", "WriteBusy", "int_arg", "status_of", "text_arg"]
 
@@ -69,10 +69,10 @@ def text_arg(name: str, value: Any, max_chars: int) -> str:
         raise BadRequest(f"{name}: at most {max_chars} characters, got {len(value)}")
     if "\x00" in value:
         raise BadRequest(f"{name}: must not contain NUL characters")
-    if not is_utf8(value):
-        shown = escaped(value)[:80]
-        raise BadRequest(f"{name}: holds a lone surrogate ({shown!r}), which is not text; send valid UTF-8")
-    return value
+    try:
+        return check_text(value, name)
+    except ConfigError as err:  # the service's answer to a client's bad input is a 400
+        raise BadRequest(str(err)) from err
 
 
 def int_arg(name: str, value: Any, lo: int, hi: int | None = None) -> int:
