@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .delivery import OutlineEntry, cut_to_tokens, format_outline
 from .errors import ConfigError, StaleSourceError
-from .ranking import place_sections, score_sections
+from .ranking import demoted, place_sections, score_sections
 from .retrieval import check_query, format_citation
 from .store import Hit
 from .tree import slice_lines
@@ -358,15 +358,16 @@ class Assembler:
     def _assemble(self, query: str, budget: int, where: dict[str, Any] | None) -> list[ContextBlock]:
         cfg = self.config
         ranker = self.retriever.ranker
-        ranking = ranker.rank(ranker.route(query, where), max(cfg.overfetch, budget // 20))
+        route = ranker.route(query, where)
+        ranking = ranker.rank(route, max(cfg.overfetch, budget // 20))
         hits = ranker.hydrate(ranking.hits)
         scored = score_sections(hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
         scored = place_sections(scored, ranking.placed, cfg.implied_rank)
-        if cfg.demote_empty:  # breadcrumb-only sections after those with text (labels excepted)
+        if cfg.demote_empty:  # breadcrumb-only sections after those with text (see ranking.demoted)
             labelled = {*ranking.labelled, *ranking.placed}
 
             def empty(group: Sequence[Hit]) -> bool:
-                return bool(group[0].metadata.get("empty_body")) and group[0].chunk_id not in labelled
+                return demoted(group[0], labelled, route.query)
 
             scored = [x for x in scored if not empty(x[1])] + [x for x in scored if empty(x[1])]
         rank_score = {_key(group[0]): score for score, group in scored}

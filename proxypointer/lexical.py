@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from .titles import plain_title
 
 __all__ = [
-    "MAX_LEXICAL_TERMS", "STOPWORDS", "lexical_terms", "name_query_words", "name_words", "title_field", "words",
+    "MAX_LEXICAL_TERMS", "QUESTION_WORDS", "STOPWORDS", "lexical_terms", "name_query_words", "name_words",
+    "title_answers", "title_field", "words",
 ]
 
 #: Words left out of lexical queries and title fields: Lucene's English stop set (the same 33
@@ -75,6 +76,44 @@ def title_field(title_path: Iterable[str]) -> str:
         'item financial statements consolidated balance sheets'
     """
     return " ".join(w for t in title_path for w in words(plain_title(t)))
+
+
+#: Words of how a question is asked, not of what it is about: they never make a title answer it.
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how do does did can could would should may might has have had "
+    "were been being".split()
+)
+
+
+def _fold(word: str) -> str:
+    """A word with a plural or third-person ``s`` removed (``means`` -> ``mean``; 4+ letters only)."""
+    return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def title_answers(query: str, title: str) -> bool:
+    """Tell whether a section's own title states an answer to the query: its subject and more.
+
+    True when the title shares at least two words with the query and has at least one word the
+    query lacks (:func:`words` on both sides, question words such as *what* and *does* left
+    out, a final ``s`` folded). A heading-only section whose title says something about what is
+    asked ("Error E42 means the coolant pump has failed" for "what does error E42 mean") is
+    evidence (issue 32); a title that only repeats words of the query ("Empty Section" for
+    "... empty section ...") or shares one word ("Network") adds nothing to read, and its
+    breadcrumb-only chunk matches any query naming its document (shared case 11).
+
+    Args:
+        query: The query text (title routing may have removed a document title it names).
+        title: The section's own title, not its breadcrumb.
+
+    Example:
+        >>> title_answers("what does error E42 mean", "Error E42 means the coolant pump has failed")
+        True
+        >>> title_answers("network changelog empty section: how do I install it?", "Empty Section")
+        False
+    """
+    asked = {_fold(w) for w in words(query) if w not in QUESTION_WORDS}
+    named = {_fold(w) for w in words(plain_title(title)) if w not in QUESTION_WORDS}
+    return len(asked & named) >= 2 and bool(named - asked)
 
 
 _NAME_PART = re.compile(r"[^\W_]+")

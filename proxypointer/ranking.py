@@ -34,7 +34,7 @@ from .errors import ConfigError, StaleSourceError, StoreError
 from .filters import doc_filter, filter_doc_ids, matches_where
 from .implied import statements_for_measures, topics_in_query
 from .labels import LabelLookup, mentions_label
-from .lexical import STOPWORDS, lexical_terms
+from .lexical import STOPWORDS, lexical_terms, title_answers
 from .livetrees import LiveTrees
 from .querytext import focus_sentence
 from .routing import LexicalIndex, Route, TitleRouter, strip_titles
@@ -53,6 +53,7 @@ __all__ = [
     "Ranker",
     "Ranking",
     "Route",
+    "demoted",
     "fuse_rrf",
     "lexical_terms",
     "place_sections",
@@ -150,6 +151,25 @@ def score_sections(
             score[key] = score.get(key, 0.0) + 1.0 / (rrf_k + rank)
     order = sorted(groups, key=lambda k: -score[k])  # stable: first-appearance order on ties
     return [(float(score[k]), groups[k]) for k in order]
+
+
+def demoted(hit: Hit, labelled: set[str] | frozenset[str], query: str) -> bool:
+    """Tell whether a section's best chunk ranks after every section with text (``retrieval.demote_empty``).
+
+    A breadcrumb-only chunk (``empty_body``: a leaf heading with no text of its own, shared
+    case 11) matches any query that names its document through the breadcrumb, so it goes
+    last, unless a label in the query names it (``labelled`` chunk ids) or its own title
+    answers the query (:func:`~proxypointer.lexical.title_answers`: "Error E42 means the
+    coolant pump has failed" for "what does error E42 mean", issue 32).
+
+    Args:
+        hit: The section's best chunk, with its metadata read (``empty_body``, ``title``).
+        labelled: Chunk ids that labels or implied sections placed.
+        query: The query searched (title routing's :attr:`Route.query`).
+    """
+    if not hit.metadata.get("empty_body") or hit.chunk_id in labelled:
+        return False
+    return not title_answers(query, str(hit.metadata.get("title", "")))
 
 
 def place_sections(

@@ -25,7 +25,7 @@ from .docids import check_text, normalize_doc_id
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
 from .filters import check_where, doc_filter
 from .pages import PageMap, stored_page_map
-from .ranking import Ranker, Ranking, Route, place_sections, score_sections
+from .ranking import Ranker, Ranking, Route, demoted, place_sections, score_sections
 from .store import Hit
 from .titles import statement_kind
 from .tokenizer import line_token_counts
@@ -551,7 +551,7 @@ class Retriever:
                 found = self._merge_nested(found)
             with_text = len(found)
             if cfg.demote_empty:
-                found, with_text = self._demote_empty(found, k, {*ranking.labelled, *ranking.placed})
+                found, with_text = self._demote_empty(found, k, {*ranking.labelled, *ranking.placed}, route.query)
             if with_text >= k:
                 return found[:k]
             total = self.index.store.count() if total < 0 else total
@@ -559,12 +559,15 @@ class Retriever:
                 return found[:k]
             n *= 2
 
-    def _demote_empty(self, found: list[_Candidate], k: int, labelled: set[str]) -> tuple[list[_Candidate], int]:
+    def _demote_empty(
+        self, found: list[_Candidate], k: int, labelled: set[str], query: str
+    ) -> tuple[list[_Candidate], int]:
         """Move sections whose best chunk is breadcrumb-only (``empty_body``) after the others.
 
         Reads the records of the candidates in rank order, ``k`` at a time, until ``k`` with
         text are known (the rest keep their order behind them). A section named by a label in
-        the query (its chunk in ``labelled``) stays where it is.
+        the query (its chunk in ``labelled``), or whose own title answers the query
+        (:func:`~proxypointer.lexical.title_answers`), stays where it is.
 
         Returns:
             ``(candidates, known with text)``: those with text first.
@@ -582,7 +585,7 @@ class Retriever:
                     text.append(c)
                     continue
                 c = replace(c, section=h, chunk=h if c.chunk.chunk_id == h.chunk_id else c.chunk)
-                if h.metadata.get("empty_body") and c.chunk.chunk_id not in labelled:
+                if demoted(h, labelled, query):
                     empty.append(c)
                 else:
                     text.append(c)

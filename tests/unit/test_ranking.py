@@ -12,7 +12,7 @@ import pytest
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
 from proxypointer.errors import ConfigError
 from proxypointer.filters import check_where, matches_where
-from proxypointer.lexical import name_query_words, name_words
+from proxypointer.lexical import name_query_words, name_words, title_answers
 from proxypointer.ranking import (
     LexicalIndex,
     Ranker,
@@ -64,6 +64,18 @@ def test_lexical_terms_are_plain_words():
     assert lexical_terms('"NEAR(a b)" OR text:pay* AND -x') == ["near", "text", "pay"]
     assert lexical_terms("a b c") == [] and lexical_terms("") == []
     assert lexical_terms(" ".join(f"w{i}" for i in range(100)), max_terms=3) == ["w97", "w98", "w99"]
+
+
+def test_a_title_answers_a_query_when_it_shares_its_subject_and_says_more():
+    assert title_answers("what does error E42 mean", "Error E42 means the coolant pump has failed")
+    assert title_answers("What do E42 errors mean?", "**Error E42:** the coolant pump has failed")
+    # only naming words of the query: nothing more to read there
+    assert not title_answers("network changelog empty section: how do I install it?", "Empty Section")
+    assert not title_answers("what does error E42 mean", "Error E42")
+    # one shared word is a topic, not an answer; question words never count
+    assert not title_answers("how do I reset the network", "Network")
+    assert not title_answers("what does it do and how", "What Does It Do")
+    assert not title_answers("anything", "") and not title_answers("", "Error E42 means failure")
 
 
 def test_lexical_index_ranks_by_bm25():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
+from proxypointer.context import Assembler
 from proxypointer.delivery import Delivery
 from proxypointer.errors import ConfigError
 from proxypointer.retrieval import STATEMENT_HEAD_LINES, Retriever
@@ -670,6 +671,26 @@ def test_breadcrumb_only_sections_come_after_sections_with_text(make_index, case
     # the whole default pipeline (fusion, title field) keeps them last as well
     default = make_index(store=idx.root)
     assert {s.title for s in Retriever(default).retrieve(query, k=6)[3:]} == empty
+
+
+def test_a_heading_only_section_whose_title_answers_the_query_is_not_demoted(make_index, tmp_path):
+    # issue 32: the E42 heading has no text, yet it states the answer; "Cleaning" does not match
+    # at all. Demoting every breadcrumb-only section put Cleaning first at k=1.
+    doc = tmp_path / "docs" / "manual.md"
+    doc.parent.mkdir()
+    doc.write_text(
+        "# Error E42 means the coolant pump has failed\n\n# Cleaning\n\n"
+        "Wipe the housing with a dry cloth once a week. Do not use solvents on the display.\n"
+    )
+    idx = make_index()
+    idx.ingest([doc.parent], show_progress=False)
+    got = Retriever(idx).retrieve("what does error E42 mean", k=1)
+    assert [s.title for s in got] == ["Error E42 means the coolant pump has failed"]
+    # the same rule orders a context budget's blocks
+    blocks = Assembler(Retriever(idx)).assemble("what does error E42 mean", 200)
+    assert blocks[0].section.title == "Error E42 means the coolant pump has failed"
+    # a question the title does not answer still gets the section with text first
+    assert Retriever(idx).retrieve("how do I clean the pump housing", k=1)[0].title == "Cleaning"
 
 
 def _fields(cfg):
