@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .delivery import OutlineEntry, cut_to_tokens, format_outline
+from .delivery import OutlineEntry, cut_to_tokens, fit_window, format_outline
 from .errors import ConfigError, StaleSourceError
 from .ranking import demoted, place_sections, score_sections
 from .retrieval import check_query, format_citation
@@ -422,8 +422,10 @@ class Assembler:
         section, or its own text with its ``outline``, see :mod:`proxypointer.delivery`). The
         outline lines count against the budget as :func:`~proxypointer.delivery.format_outline`
         renders them. A section that does not fit the budget left is left out (logged) and
-        later, smaller ones still get their turn; the first section is always delivered, cut
-        at a word-piece boundary (without its outline) when it alone exceeds the budget.
+        later, smaller ones still get their turn; the first section is always delivered: when
+        it alone exceeds the budget, as the whole lines around its best chunk that fit
+        (:func:`~proxypointer.delivery.fit_window`, without its outline), or when not even one
+        of those lines fits, that line cut at a word-piece boundary.
 
         Args:
             sections: Sections best first (e.g. from :meth:`Retriever.retrieve`).
@@ -448,10 +450,16 @@ class Assembler:
             if used + n + extra <= budget_tokens:
                 out.append(ContextBlock(s, start, end, s.text, n, s.page_start, s.page_end, s.outline))
                 used += n + extra
-            elif not out:
-                text = cut_to_tokens(s.text, budget_tokens, tok)
-                n = tok.count(text)
-                end = start + text.count("\n")
+            elif not out:  # the lines around the best chunk, or the first of them cut to the budget
+                lines = s.text.split("\n")
+                seed = (s.chunk_start_line - start, s.chunk_end_line - start)
+                a, b, n = fit_window(lines, seed, budget_tokens, tok)
+                if b < a:
+                    text = cut_to_tokens(lines[a], budget_tokens, tok)
+                    b, n = a, tok.count(text)
+                else:
+                    text = "\n".join(lines[a : b + 1])
+                start, end = start + a, start + b
                 out.append(ContextBlock(s, start, end, text, n, *self._pages_of(s, start, end)))
                 used += n
             else:

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-__all__ = ["DELIVERY_KINDS", "Delivery", "OutlineEntry", "cut_to_tokens", "format_outline", "plan_delivery"]
+__all__ = [
+    "DELIVERY_KINDS", "Delivery", "OutlineEntry", "cut_to_tokens", "fit_window", "format_outline", "plan_delivery",
+]
 
 #: What a Section's ``delivery`` may say, in order of size.
 DELIVERY_KINDS = ("excerpt", "own_text", "subtree")
@@ -170,6 +172,67 @@ def format_outline(outline: Sequence[OutlineEntry], indent: str = "") -> str:
         The lines joined with LF; ``""`` for an empty outline.
     """
     return "\n".join(f"{indent}- {e.title} (L{e.start_line}-L{e.end_line})" for e in outline)
+
+
+def fit_window(lines: Sequence[str], seed: tuple[int, int], budget: int, tokenizer: Any) -> tuple[int, int, int]:
+    """Choose the whole lines around the lines that matched that fit a budget.
+
+    When a delivered text must be cut to a budget (a search's ``max_tokens``, a context
+    budget), its first lines are not what matched: the window starts at the seed (the best
+    chunk's lines), takes as much of the seed as fits, then grows a line after and a line
+    before in turn while it fits, as an excerpt does (:func:`plan_delivery`). Lines are counted
+    one at a time as the window reaches them, so a huge text costs about ``budget`` word pieces
+    of counting; the joined window is counted once more and cut from its far side if joining
+    changed the count.
+
+    Args:
+        lines: The text's lines (no line ends).
+        seed: ``(first, last)`` 0-based inclusive indices of the lines that matched; clamped to
+            ``lines``; a seed outside them starts the window at the first line.
+        budget: Word pieces allowed (tokenizer's word pieces, no special tokens).
+        tokenizer: Has ``count(text) -> int``.
+
+    Returns:
+        ``(first, last, tokens)``: 0-based inclusive indices of the window and its word pieces
+        joined with LF; ``(i, i - 1, 0)`` when not even the seed's first line ``i`` fits.
+    """
+    n = len(lines)
+    lo, hi = seed
+    if not lines or hi < 0 or lo >= n or lo > hi:
+        lo = hi = 0
+    lo, hi = max(lo, 0), min(hi, n - 1)
+    counts: dict[int, int] = {}
+
+    def count(i: int) -> int:
+        if i not in counts:
+            counts[i] = tokenizer.count(lines[i])
+        return counts[i]
+
+    if budget <= 0 or count(lo) > budget:
+        return lo, lo - 1, 0
+    a = b = lo
+    used = count(lo)
+    while b < hi and used + count(b + 1) <= budget:
+        b += 1
+        used += count(b)
+    after = before = True
+    while after or before:
+        after = after and b + 1 < n and used + count(b + 1) <= budget
+        if after:
+            b += 1
+            used += count(b)
+        before = before and a > 0 and used + count(a - 1) <= budget
+        if before:
+            a -= 1
+            used += count(a)
+    used = tokenizer.count("\n".join(lines[a : b + 1]))
+    while used > budget and b > a:  # joining added word pieces: drop lines farthest from the seed
+        if b - hi >= lo - a and b > lo:
+            b -= 1
+        else:
+            a += 1
+        used = tokenizer.count("\n".join(lines[a : b + 1]))
+    return (a, b, used) if used <= budget else (a, a - 1, 0)
 
 
 def cut_to_tokens(text: str, n_tokens: int, tokenizer: Any) -> str:

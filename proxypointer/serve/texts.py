@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..delivery import fit_window
 from ..retrieval import Section
 
 __all__ = ["budgeted", "breadcrumb", "depths", "fit_lines", "parse_tree"]
@@ -135,6 +136,10 @@ def fit_lines(lines: Sequence[str], budget: int, tokenizer: Any) -> tuple[int, i
 def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, Any], int]:
     """Make a search result: ``Section.to_dict()`` with its text cut to ``budget`` word pieces.
 
+    A text that does not fit is cut to the whole lines around the best chunk's lines
+    (:func:`~proxypointer.delivery.fit_window`): the lines that matched, not the first lines
+    (issue 32: a revenue figure 50 lines into a long section was cut off).
+
     Args:
         section: From ``Retriever.retrieve``.
         budget: Word pieces left for this section's text (<= 0: none).
@@ -144,8 +149,11 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
         ``(result, tokens)``: the dict without ``chunk_text``, ``text`` = the section's
         delivered text (stored lines from ``text_start_line``: the whole section, or for a big
         one its own text, with ``delivery`` and ``outline`` saying so) cut to whole lines
-        within ``budget``, ``text_end_line`` its last line, with ``tokens``, ``truncated`` and
-        ``next_start_line`` (None when whole); and the tokens used. The outline (titles and
+        within ``budget``, ``text_start_line`` and ``text_end_line`` its first and last line,
+        with ``tokens``, ``truncated`` (lines of the delivered text were left out, before or
+        after) and ``next_start_line`` (the line after ``text_end_line`` when the delivered
+        text goes on after it, else None); and the tokens used. With no budget left, ``text``
+        is empty and ``text_end_line`` = ``text_start_line - 1``. The outline (titles and
         citations of the children) is structured data and does not count against the budget.
     """
     d = section.to_dict()
@@ -153,12 +161,22 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
         d.pop(key, None)
     lines = section.text.split("\n")
     first = section.text_start_line or section.start_line
-    n, n_tok = fit_lines(lines, budget, tokenizer) if budget > 0 else (0, 0)
-    whole = n == len(lines)
-    d["text"] = "\n".join(lines[:n])
-    d["text_start_line"] = first
-    d["text_end_line"] = (section.text_end_line or section.end_line) if whole else first + n - 1
+    last = section.text_end_line or section.end_line
+    if budget <= 0:
+        a, b, n_tok = 0, -1, 0
+    else:
+        n_tok = tokenizer.count(section.text)
+        a, b = 0, len(lines) - 1
+        if n_tok > budget:
+            seed = (section.chunk_start_line - first, section.chunk_end_line - first)
+            a, b, n_tok = fit_window(lines, seed, budget, tokenizer)
+            if b < a:  # not even the seed's first line fits: nothing, from the top
+                a, b, n_tok = 0, -1, 0
+    whole = a == 0 and b == len(lines) - 1
+    d["text"] = "\n".join(lines[a : b + 1])
+    d["text_start_line"] = first + a
+    d["text_end_line"] = last if whole else first + b
     d["tokens"] = n_tok
     d["truncated"] = not whole
-    d["next_start_line"] = None if whole else first + n
+    d["next_start_line"] = first + b + 1 if not whole and first + b < last else None
     return d, n_tok

@@ -334,9 +334,13 @@ def test_context_budget_is_counted_in_model_tokens(open_index):
     sections = r.retrieve("How is parental leave paid?", k=3)
     sizes = [tok.count(s.text) for s in sections]
     ctx = Answerer(r, budget_tokens=10).context("How is parental leave paid?", k=3)
-    # the best section alone is over 10 word pieces: it is cut to them, the rest left out
+    # the best section alone is over 10 word pieces: it is cut to them (the first line of its
+    # best chunk, no line fitting whole), the rest left out
+    best = sections[0]
+    seed_line = best.text.split("\n")[best.chunk_start_line - best.text_start_line]
     assert len(ctx.blocks) == 1 and ctx.blocks[0].tokens == 10 == tok.count(ctx.blocks[0].text)
-    assert ctx.sections[0] == sections[0] and sections[0].text.startswith(ctx.blocks[0].text)
+    assert ctx.sections[0] == best and seed_line.startswith(ctx.blocks[0].text)
+    assert ctx.blocks[0].start_line == ctx.blocks[0].end_line == best.chunk_start_line
     ctx = Answerer(r, budget_tokens=sum(sizes)).context("How is parental leave paid?", k=3)
     assert [b.text for b in ctx.blocks] == [s.text for s in sections]
     ctx = Answerer(r, budget_tokens=sum(sizes) - 1).context("How is parental leave paid?", k=3)
@@ -593,3 +597,8 @@ def test_a_big_section_is_shown_to_the_model_with_its_subsections_named(tmp_path
     # the outline counts against the budget: one token less and the section is cut, without it
     (cut,) = Assembler(r).pack(sections, need - 1)
     assert cut.outline == () and cut.tokens <= need - 1
+    # cut to whole lines around the best chunk, not to the section's first lines
+    (small,) = Assembler(r).pack(sections, 40)
+    assert small.tokens <= 40 and small.start_line <= s.chunk_start_line <= small.end_line
+    assert small.text == "\n".join(index.registry.sources.load(index.registry.get(s.doc_id).doc_hash)
+                                   .split("\n")[small.start_line - 1 : small.end_line])

@@ -166,9 +166,12 @@ def test_pack_keeps_whole_sections_within_the_budget(index):
         got = a.pack(sections, budget)
         assert got[0].section == sections[0] and sections[1] not in [b.section for b in got]
         assert sum(b.tokens for b in got) <= budget
-    # the first section alone over the budget: cut at a word-piece boundary, never over
+    # the first section alone over the budget: cut at a word-piece boundary, never over, at
+    # the first line of its best chunk when no whole line fits
     (first,) = a.pack(sections[:1], 5)
-    assert first.tokens == 5 == tok.count(first.text) and sections[0].text.startswith(first.text)
+    best = sections[0]
+    seed_line = best.text.split("\n")[best.chunk_start_line - best.text_start_line]
+    assert first.tokens == 5 == tok.count(first.text) and seed_line.startswith(first.text)
     assert first.citation.startswith(sections[0].citation.split("#")[0]) and not first.whole
     with pytest.raises(ConfigError):
         a.pack(sections, 0)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from proxypointer.delivery import Delivery, OutlineEntry, format_outline, plan_delivery
+from proxypointer.delivery import Delivery, OutlineEntry, fit_window, format_outline, plan_delivery
 
 
 @dataclass
@@ -84,3 +84,27 @@ def test_a_line_longer_than_the_window_is_marked_for_cutting():
 def test_bad_ranges_are_refused():
     with pytest.raises(ValueError, match="outside"):
         plan([1, 1], start=2, end=3)
+
+
+class WordCounter:
+    """One word piece per whitespace-separated word."""
+
+    @staticmethod
+    def count(text: str) -> int:
+        return len(text.split())
+
+
+def test_a_window_cut_to_a_budget_keeps_the_lines_that_matched():
+    lines = [f"w{i} x y" for i in range(100)]  # 3 word pieces a line
+    # the seed (lines 50-51) first, then a line after and a line before in turn
+    assert fit_window(lines, (50, 51), 12, WordCounter) == (49, 52, 12)
+    assert fit_window(lines, (50, 51), 15, WordCounter) == (49, 53, 15)
+    # a seed longer than the budget: as much of it as fits, from its start
+    assert fit_window(lines, (10, 40), 9, WordCounter) == (10, 12, 9)
+    # at the edges the window grows the only way it can
+    assert fit_window(lines, (0, 0), 9, WordCounter) == (0, 2, 9)
+    assert fit_window(lines, (99, 99), 9, WordCounter) == (97, 99, 9)
+    # a seed outside the text starts at the top; nothing fits: an empty window at the seed
+    assert fit_window(lines, (500, 510), 6, WordCounter) == (0, 1, 6)
+    assert fit_window(lines, (50, 51), 2, WordCounter) == (50, 49, 0)
+    assert fit_window(lines, (5, 5), 10_000, WordCounter) == (0, 99, 300)

