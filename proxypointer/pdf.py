@@ -733,10 +733,20 @@ def _finish(job: _Job, raw: str, converter: PDFConverter) -> ConvertedPDF | Docu
     with_text = {pm.line_pages[i] for i, ln in enumerate(lines) if ln.strip() and (i + 1) not in pm.marker_lines}
     page_count = job.pages if job.pages > 0 else pm.page_count
     if not with_text:
-        return DocumentError(
-            f"{job.path}: no text layer on any of its {page_count} page(s) (a scanned PDF?); "
-            f"run OCR first (e.g. `ocrmypdf in.pdf out.pdf`) and convert the result"
+        fallback = _pypdf_markdown(job.path, converter.marker_style)
+        if fallback is None:
+            return DocumentError(
+                f"{job.path}: no text layer on any of its {page_count} page(s) (a scanned PDF?); "
+                f"run OCR first (e.g. `ocrmypdf in.pdf out.pdf`) and convert the result"
+            )
+        text, read = fallback
+        logger.warning(
+            "%s: %s read no text, but pypdf read text on %d of %d page(s); indexed pypdf's plain text "
+            "(no headings: sliding windows with page citations)", job.path, converter.name, read, page_count,
         )
+        lines = split_lines(text)
+        pm = page_map(lines, converter.marker_style)
+        with_text = {pm.line_pages[i] for i, ln in enumerate(lines) if ln.strip() and (i + 1) not in pm.marker_lines}
     if job.pages > 0 and pm.page_count != job.pages:
         logger.warning(
             "%s: %d page markers for %d pages; page numbers of this file may be off", job.path, pm.page_count, job.pages
@@ -754,6 +764,50 @@ def _finish(job: _Job, raw: str, converter: PDFConverter) -> ConvertedPDF | Docu
         converter_version=converter.version,
         options=converter.options,
     )
+
+
+#: Where the pypdf fallback writes page N's marker: the opendataloader style, used only when
+#: the converter's own style reads it.
+_FALLBACK_MARKER = "<!-- page {} -->"
+
+
+def _pypdf_markdown(path: Path, style: MarkerStyle) -> tuple[str, int] | None:
+    """pypdf's plain text of a PDF the converter read no text from, with page markers.
+
+    A PDF whose text layer the converter cannot read (an unusual font encoding, a damaged
+    content stream) may still give pypdf's text extraction its words (issue 32). Each page's
+    text follows a ``<!-- page N -->`` marker; its lines lose their indentation (no code
+    blocks), and a line that would open markdown markup (``#``, ``>``, ``-``, ``*``, ``+``, an
+    ordered-list number, ``|``, ``<``, ``=``) gets a backslash first, so that plain text stays
+    plain text.
+
+    Returns:
+        ``(markdown, pages with text)``, or None when pypdf reads no text either, cannot read
+        the file, or the converter's marker style does not read ``<!-- page N -->``.
+    """
+    if style.position != "start" or style.match(_FALLBACK_MARKER.format(1)) != 1:
+        return None
+    pypdf = _pypdf()
+    try:
+        reader = pypdf.PdfReader(str(path), strict=False)
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Exception as err:  # noqa: BLE001 - pypdf's errors on damaged files vary
+        logger.debug("%s: pypdf cannot extract text (%s)", path, err)
+        return None
+    read = sum(1 for t in pages if t.strip())
+    if not read:
+        return None
+    out: list[str] = []
+    for number, page in enumerate(pages, 1):
+        out += [_FALLBACK_MARKER.format(number), ""]
+        out += [_PLAIN_MARKUP.sub(r"\\\g<0>", ln.strip()) for ln in normalise_text(page).split("\n")]
+        out.append("")
+    return "\n".join(out) + "\n", read
+
+
+#: The start of a line that markdown would read as markup (heading, quote, list, table, HTML,
+#: setext underline).
+_PLAIN_MARKUP = re.compile(r"^(?=[#>|<=*+-]|\d+[.)](?:\s|$))")
 
 
 class ConversionCache:

@@ -143,6 +143,43 @@ def test_single_file_raises_its_document_error(tmp_path):
         convert_pdf(write_scanned(tmp_path / "scan.pdf"), PypdfText())
 
 
+class BlindConverter(PypdfText):
+    """A converter that reads no text: page markers only (a font encoding it cannot decode)."""
+
+    name = "blind"
+
+    def convert_group(self, paths, done):
+        out = []
+        for i, p in enumerate(paths):
+            from pypdf import PdfReader
+
+            out.append("\n".join(f"<!-- page {n} -->\n" for n in range(1, len(PdfReader(p).pages) + 1)))
+            done(i)
+        return out
+
+
+def test_a_text_pdf_the_converter_cannot_read_falls_back_to_pypdf_text(tmp_path, report, caplog):
+    # issue 32: "no text layer (a scanned PDF?)" was said of a PDF whose text pypdf reads
+    doc = convert_pdf(report, BlindConverter())
+    assert "pypdf read text on 3 of 3 page(s)" in caplog.text and str(report) in caplog.text
+    lines = doc.markdown.splitlines()
+    line = next(i for i, ln in enumerate(lines, 1) if "Net income was five million" in ln)
+    assert doc.pages.page_of(line) == 3 and doc.page_count == 3
+    assert not any(ln.startswith("#") for ln in lines)  # plain text: no headings made up
+    # a scan has no text for pypdf either: still named as one
+    with pytest.raises(DocumentError, match="no text layer"):
+        convert_pdf(write_scanned(tmp_path / "scan.pdf"), BlindConverter())
+
+
+def test_the_fallback_keeps_plain_text_plain():
+    from proxypointer.pdf import _PLAIN_MARKUP
+
+    escape = lambda ln: _PLAIN_MARKUP.sub(r"\\\g<0>", ln)  # noqa: E731
+    assert escape("# 1 Introduction") == "\\# 1 Introduction"
+    assert escape("1. Revenue") == "\\1. Revenue" and escape("2023 revenue rose") == "2023 revenue rose"
+    assert escape("- 5%") == "\\- 5%" and escape("===") == "\\===" and escape("Plain") == "Plain"
+
+
 def test_owner_password_only_pdf_is_not_refused(tmp_path, report):
     # Many real filings are "encrypted" with an empty user password (permissions only).
     doc = convert_pdf(write_owner_only(tmp_path / "perm.pdf", report), PypdfText())
