@@ -72,6 +72,7 @@ from .titles import (
     SIGNATURE,
     ends_in_folio,
     filing_label,
+    heading_title,
     html_title,
     is_row_or_furniture,
     is_title_line,
@@ -91,6 +92,7 @@ __all__ = [
     "OUTLINE_DUPLICATE_LINES",
     "TITLE_LINE_MAX_REPEATS",
     "LABEL_TITLE_MAX_WORDS",
+    "SPACE_HEADING",
     "HeadingReport",
     "apply_converter_modes",
     "detect_converter_output",
@@ -99,6 +101,7 @@ __all__ = [
     "label_title",
     "outline_levels",
     "relevel_filing",
+    "space_headings",
     "title_line_candidates",
 ]
 
@@ -113,6 +116,11 @@ _OPAQUE_HTML_BLOCK = re.compile(
 # Inside an ordinary HTML block: where a comment or a raw-text element opens.
 _OPAQUE_OPEN = re.compile(r"<!--|<(pre|script|style|textarea)(?=[\s>]|$)", re.IGNORECASE)
 _BOLD = re.compile(r"^(\*\*|__)(.+)\1$")
+#: An ATX heading opener followed by a Unicode space other than U+0020 or a tab instead of a
+#: space (no-break space U+00A0 as Word, Google Docs and some converters export it; U+2000-U+200A;
+#: U+202F; U+205F; U+3000). CommonMark reads the line as text (issue 32).
+SPACE_HEADING = re.compile(r"^ {0,3}(?P<hashes>#{1,6})[\u00a0\u2000-\u200a\u202f\u205f\u3000]+(?P<rest>\S.*)$")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t\u00a0])#+[ \t\u00a0]*$")
 
 
 _COMMENT_LINE = re.compile(r"^ {0,3}<!--.*-->\s*$")
@@ -184,6 +192,36 @@ def _html_headings(tokens: list[Token]) -> list[Heading]:
         if _OPAQUE_HTML_BLOCK.match(tok.content):
             continue
         out.extend(_html_block_headings(tok.map[0] + 1, tok.content.split("\n")))
+    return out
+
+
+def space_headings(tokens: list[Token], lines: list[str]) -> list[Heading]:
+    """Headings written with a no-break or other Unicode space after the ``#``s (``space_headings``).
+
+    A line of a top-level paragraph (never code, a list, a quote or a table) that
+    :data:`SPACE_HEADING` matches is the ATX heading it was meant to be: its level is the
+    ``#`` count, its title the rest without a closing ``#`` sequence (converter rule; the
+    ``space-heading`` check of ``proxypointer tree --check`` names such lines elsewhere).
+
+    Args:
+        tokens: markdown-it-py block tokens of the text.
+        lines: ``split_lines`` of the text.
+
+    Returns:
+        The headings (source ``space``), in line order.
+    """
+    out: list[Heading] = []
+    for tok in tokens:
+        if tok.type != "paragraph_open" or tok.level != 0 or not tok.map:
+            continue
+        for i in range(tok.map[0], tok.map[1]):
+            m = SPACE_HEADING.match(lines[i])
+            if m is None:
+                continue
+            title = heading_title(_ATX_CLOSE.sub("", m.group("rest")).strip())
+            if title:
+                n = len(m.group("hashes"))
+                out.append(Heading(i + 1, i + 1, n, title, n, "space"))
     return out
 
 
@@ -665,7 +703,10 @@ def _bold_title(text_line: str) -> str:
 
 def _converter_rules(config: TreeConfig) -> tuple[str, ...]:
     return tuple(
-        key for key in ("drop_row_headings", "title_lines", "label_lines", "flatten_levels", "relevel_filing")
+        key
+        for key in (
+            "space_headings", "drop_row_headings", "title_lines", "label_lines", "flatten_levels", "relevel_filing"
+        )
         if getattr(config, key)
     )
 
@@ -804,6 +845,10 @@ def apply_converter_modes(
     found = list(headings)
     if config.html_headings:
         found = sorted(found + _html_headings(tokens), key=lambda h: h.line)
+    if "space_headings" in rules:
+        spaced = space_headings(tokens, lines)
+        found = sorted(found + spaced, key=lambda h: h.line)
+        logger.debug("%d headings written with a no-break space after the '#'s", len(spaced))
     dropped: list[Heading] = []
     contents: frozenset[int] = frozenset()  # 0-based lines of a printed table of contents
     if drop:

@@ -58,8 +58,8 @@ def _check(ok: bool, where: str, message: str) -> None:
 class TreeConfig:
     """How headings are found.
 
-    Two kinds of keys. The *converter rules* (``drop_row_headings``, ``title_lines``,
-    ``flatten_levels``, ``relevel_filing``) repair the headings of PDF -> markdown converter
+    Two kinds of keys. The *converter rules* (``space_headings``, ``drop_row_headings``,
+    ``title_lines``, ``label_lines``, ``flatten_levels``, ``relevel_filing``) repair the headings of PDF -> markdown converter
     output; ``converter_output`` says which documents they apply to, the rule keys which of
     them run. The other modes (``bold_headings``, ``numbered_headings``, ``html_headings``,
     ``relevel_numbered``) apply to every document when on.
@@ -71,6 +71,11 @@ class TreeConfig:
             one total, numbers increasing) or headings that read like table rows or page
             furniture (``_converter.detect_converter_output``); ``on``: to every document;
             ``off``: to none.
+        space_headings: Converter rule: a line written ``##`` + no-break space (U+00A0, or
+            another Unicode space) + title, as Word, Google Docs and some converters export
+            headings, is the heading it was meant to be (CommonMark reads it as text;
+            ``_converter.space_headings``). In other documents ``proxypointer tree --check``
+            names such lines.
         drop_row_headings: Converter rule: headings that read like table rows or page
             furniture (``###### 4,867,457 $ 133.54``, ``###### 2021 FORM 10-K 30``) are not
             sections (``titles.is_row_or_furniture``).
@@ -99,6 +104,7 @@ class TreeConfig:
     """
 
     converter_output: str = "auto"
+    space_headings: bool = True
     drop_row_headings: bool = True
     title_lines: bool = True
     label_lines: bool = True

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._converter import SPACE_HEADING
 from .errors import ConfigError, StaleSourceError
 from .titles import is_row_or_furniture, numbering_depth
 from .tree import DocumentTree, HeadingReport, Node
@@ -160,9 +161,6 @@ def tree_outline(tree: DocumentTree) -> str:
     return "\n".join(out)
 
 
-# An ATX heading opener followed by a Unicode space other than U+0020 or a tab (no-break space
-# U+00A0 as Word, Google Docs and some converters export it; U+2000-U+200A; U+202F; U+3000).
-_SPACE_HEADING = re.compile(r"^ {0,3}#{1,6}[\u00a0\u2000-\u200a\u202f\u205f\u3000]+\S")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -174,7 +172,7 @@ def _space_headings(lines: list[str]) -> list[int]:
         if m and (not fence or m.group(1).startswith(fence)):
             fence = "" if fence else m.group(1)[:3]
             continue
-        if not fence and _SPACE_HEADING.match(line):
+        if not fence and SPACE_HEADING.match(line):
             out.append(i)
     return out
 
@@ -240,7 +238,8 @@ def check_tree(
       promoted to a heading by the converter.
     * ``space-heading``: lines outside fenced code that start like an ATX heading but have a
       no-break or other Unicode space after the ``#``s (``##`` + U+00A0 + title): text to
-      CommonMark, so no sections; reported once, at the first, with the line numbers.
+      CommonMark, so no sections (in converter output ``tree.space_headings`` makes them
+      headings and they are not reported); reported once, at the first, with the line numbers.
     * ``math-heading``: a title starting with a display-math opener (:data:`MATH_OPENERS`):
       an equation read as a setext heading (shared case 35; an unclosed ``$$`` or a blank
       line inside the equation keeps the CommonMark reading).
@@ -287,14 +286,15 @@ def check_tree(
     if report is not None and report.converter_output:
         found.append(_rules_note(report))
 
-    spaced = _space_headings(lines)
+    starts = {n.start_line for n in headings}
+    spaced = [ln for ln in _space_headings(lines) if ln not in starts]  # the converter rule took the rest
     if spaced:
         shown = ", ".join(map(str, spaced[:10])) + (", ..." if len(spaced) > 10 else "")
         found.append(TreeWarning(
             "space-heading", spaced[0],
             f"{len(spaced)} line(s) start like a heading but a no-break or other Unicode space follows "
             f"the '#'s (lines {shown}): CommonMark reads them as text, so they are no sections; "
-            "write a plain space after the '#'s",
+            "write a plain space after the '#'s (converter output gets them repaired: tree.space_headings)",
         ))
 
     if not headings:

@@ -256,3 +256,29 @@ def test_headings_written_with_a_no_break_space_are_reported_with_their_lines():
     only = "##\u00a0Installation\n\nRun it.\n"
     codes = [w.code for w in check_tree(build_tree(only, "d"), split_lines(only))]
     assert "space-heading" in codes and "no-headings" in codes
+
+
+def test_converter_output_gets_its_no_break_space_headings_repaired():
+    # issue 32: Word, Google Docs and some converters export "##" + U+00A0 + title. In converter
+    # output (here: page markers) the rule makes them the headings they were meant to be.
+    from proxypointer.config import TreeConfig
+    from proxypointer.tree import build_tree, split_lines
+    from proxypointer.treecheck import check_tree
+
+    text = (
+        "<!-- page 1 -->\n\n# Manual\n\nIntro.\n\n##\u00a0Installation\u00a0##\nRun the installer.\n\n"
+        "```\n##\u00a0not a heading: code\n```\n\n- ##\u00a0a list item stays one\n\n"
+        "<!-- page 2 -->\n\n###\u202fSafety\n\nWear gloves.\n"
+    )
+    tree = build_tree(text, "manual", TreeConfig(converter_output="on", flatten_levels=False))
+    got = [(n.title, n.level, n.start_line, n.end_line, n.body_start_line) for n in tree.nodes if n.kind == "heading"]
+    assert got == [("Manual", 1, 3, 20, 4), ("Installation", 2, 7, 20, 8), ("Safety", 3, 18, 20, 19)]
+    # with every default on (flatten_levels too) they are still found
+    default = build_tree(text, "manual", TreeConfig(converter_output="on"))
+    assert {"Installation", "Safety"} <= {n.title for n in default.nodes}
+    assert not [w for w in check_tree(tree, split_lines(text)) if w.code == "space-heading"]
+    # the rule can be switched off; hand-written markdown keeps CommonMark's reading
+    off = build_tree(text, "manual", TreeConfig(converter_output="on", space_headings=False, flatten_levels=False))
+    assert [n.title for n in off.nodes if n.kind == "heading"] == ["Manual"]
+    plain = text.replace("<!-- page 1 -->\n", "").replace("<!-- page 2 -->\n", "")
+    assert [n.title for n in build_tree(plain, "manual").nodes if n.kind == "heading"] == ["Manual"]
