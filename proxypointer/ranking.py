@@ -557,12 +557,13 @@ class Ranker:
     # -- labels -----------------------------------------------------------------------------
     def label_first(
         self, query: str, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray,
-        cosine: dict[str, float], docs: int = 3,
+        cosine: dict[str, float], docs: int = 3, prefer: Sequence[str] = (),
     ) -> tuple[list[Hit], tuple[str, ...]]:
         """Put first the sections a label in the query names ("Note 14", "box 1.1", "Item 7A").
 
         The label is looked up (:class:`~proxypointer.labels.LabelLookup`) in the documents
-        of the best-ranked hits, in rank order (at most ``docs`` of them); in the first that
+        of the best-ranked hits, in rank order (at most ``docs`` of them), or, when the query
+        names documents (``prefer``), in those only; in the first that
         defines it, each named section (at most :data:`LABEL_TARGETS`) contributes one chunk
         of its subtree, ahead of every other hit: the best-ranked one among ``hits`` (so "the
         questions answered by chapter 2" reaches the chapter's Questions subsection, which the
@@ -576,6 +577,9 @@ class Ranker:
             vectors: The query vectors.
             cosine: Known cosines; the chunks scored here are added.
             docs: Most documents looked up.
+            prefer: Doc ids the query names (:attr:`~proxypointer.routing.Route.prefer`): a
+                label found in another document must not outrank them (issue 32: Best Buy's
+                balance sheet asked for, Amcor's given).
 
         Returns:
             ``(hits, labelled)``: the hits with the labelled chunks first (score = the best
@@ -585,7 +589,7 @@ class Ranker:
         if not hits or not mentions_label(query):
             return hits, ()
         lead = self._named_chunks(hits, where, vectors, cosine, docs,
-                                  lambda key: self.labels.named(query, *key)[:LABEL_TARGETS])
+                                  lambda key: self.labels.named(query, *key)[:LABEL_TARGETS], prefer)
         if not lead:
             return hits, ()
         top = hits[0].score
@@ -595,7 +599,7 @@ class Ranker:
 
     def implied_sections(
         self, query: str, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray,
-        cosine: dict[str, float], docs: int = 1,
+        cosine: dict[str, float], docs: int = 1, prefer: Sequence[str] = (),
     ) -> tuple[list[Hit], tuple[str, ...]]:
         """Find the sections a query implies without naming them, to be placed among the first sections.
 
@@ -603,7 +607,8 @@ class Ranker:
         of the cash flow statement and the balance sheet; "Has PepsiCo any ongoing legal
         battles?" is answered where the form puts litigation, "Legal Proceedings"
         (:mod:`proxypointer.implied`). In the document of the best hit (at most ``docs``
-        documents tried, in rank order), each such section
+        documents tried, in rank order; only those the query names when it names some,
+        ``prefer``), each such section
         (:meth:`~proxypointer.labels.LabelLookup.implied`) contributes one chunk (chosen as in
         :meth:`label_first`). The retriever places their sections after the first
         ``retrieval.implied_rank`` sections (:func:`place_sections`; 0: first).
@@ -615,6 +620,7 @@ class Ranker:
             vectors: The query vectors.
             cosine: Known cosines; the chunks scored here are added.
             docs: Most documents looked up.
+            prefer: Doc ids the query names (as for :meth:`label_first`).
 
         Returns:
             ``(hits, placed)``: the hits, with the implied sections' chunks that were not among
@@ -626,7 +632,7 @@ class Ranker:
         if not hits or not (statements_for_measures(query) or topics_in_query(query)):
             return hits, ()
         found = self._named_chunks(hits, where, vectors, cosine, docs,
-                                   lambda key: self.labels.implied(query, *key))
+                                   lambda key: self.labels.implied(query, *key), prefer)
         if not found:
             return hits, ()
         ids = tuple(x.chunk_id for x in found)
@@ -639,23 +645,24 @@ class Ranker:
 
     def _named_chunks(
         self, hits: list[Hit], where: dict[str, Any] | None, vectors: np.ndarray, cosine: dict[str, float],
-        docs: int, named_in: Callable[[tuple[str, str]], Sequence[str]],
+        docs: int, named_in: Callable[[tuple[str, str]], Sequence[str]], prefer: Sequence[str] = (),
     ) -> list[Hit]:
         """One chunk per section that ``named_in((doc_id, version))`` names, in the first document that names any.
 
-        Documents are tried in the order of their best hit (at most ``docs``). A section's
+        Documents are tried in the order of their best hit (at most ``docs``); with ``prefer``,
+        only those documents, the ones without a hit after the others. A section's
         chunk is its subtree's best-ranked one among ``hits``, else the one with the highest
         cosine similarity (:meth:`_best_chunks`); chunks not matching ``where`` are dropped.
         Returns hits without text, score 0.
         """
-        tried: list[tuple[str, str]] = []
-        for h in hits:
-            key = (h.metadata.get("doc_id", ""), h.metadata.get("version", ""))
-            if key in tried:
-                continue
-            tried.append(key)
-            if len(tried) > docs:
-                break
+        order = list(dict.fromkeys((h.metadata.get("doc_id", ""), h.metadata.get("version", "")) for h in hits))
+        if prefer:
+            wanted = set(prefer)
+            order = [key for key in order if key[0] in wanted]
+            seen = {d for d, _ in order}
+            versions = self.index.registry.live_versions(d for d in prefer if d not in seen)
+            order += [(d, versions[d][0]) for d in prefer if d not in seen and d in versions]
+        for key in order[:docs]:
             named = named_in(key)
             live = self.trees.get(*key) if named else None
             if live is None:
@@ -757,10 +764,11 @@ class Ranker:
                 hits = fuse_rrf([hits, focused], [1.0, cfg.focus_weight], cfg.rrf_k)
         labelled: tuple[str, ...] = ()
         if cfg.label_lookup:
-            hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine)
+            hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine, prefer=route.prefer)
         placed: tuple[str, ...] = ()
         if cfg.implied_rank >= 0 and not labelled:
-            hits, placed = self.implied_sections(route.query, hits, route.where, vectors, cosine)
+            hits, placed = self.implied_sections(route.query, hits, route.where, vectors, cosine,
+                                                 prefer=route.prefer)
         return Ranking(hits, cosine, vectors, labelled, placed)
 
     # -- records ----------------------------------------------------------------------------

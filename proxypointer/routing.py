@@ -116,12 +116,16 @@ class Route:
         named: Doc ids whose titles the query names (searched alone); empty otherwise.
         boost: Doc ids whose titles best match the query, searched as an extra fused ranking
             (empty when ``named`` is set or routing is off).
+        prefer: Those of ``boost`` that the query names by a distinctive word of their name
+            (:meth:`TitleRouter.route`: "Best Buy" for ``BESTBUY_2023_10K``): where labels and
+            implied sections are looked up (:meth:`~proxypointer.ranking.Ranker.label_first`).
     """
 
     query: str
     where: dict[str, Any] | None
     named: tuple[str, ...] = ()
     boost: tuple[str, ...] = ()
+    prefer: tuple[str, ...] = ()
 
 
 class TitleRouter:
@@ -163,7 +167,22 @@ class TitleRouter:
             ids = tuple(d for d, _ in named)
             return Route(strip_titles(query, [t for _, t in named]), _and(where, doc_filter(ids)), named=ids)
         boost = tuple(d for d, _ in best) if self.config.title_routing_weight > 0 else ()
-        return Route(query, where, boost=boost)
+        return Route(query, where, boost=boost, prefer=self._naming(query, best))
+
+    def _naming(self, query: str, best: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+        """Doc ids of ``best`` whose name (doc id and title words) shares a distinctive word with the query.
+
+        A word is distinctive when at most half of the live documents' names have it: "bestbuy"
+        or "johnson" in a store of many companies' filings, not "10k" or "2022" in a store of
+        10-Ks (issue 32: "What does Best Buy's balance sheet show?" got another company's).
+        """
+        titles = self._titles_entry()
+        asked = set(name_query_words(query))
+        limit = len(titles.names) / 2
+        return tuple(
+            d for d, _ in best
+            if any(titles.name_counts[w] <= limit for w in titles.names.get(d, frozenset()) & asked)
+        )
 
     def _named(
         self, query: str, best: Sequence[tuple[str, str]], where: dict[str, Any] | None
@@ -223,7 +242,9 @@ class TitleRouter:
                 # the file's name names the document as much as its title does ("AMD_2022_10K")
                 index = LexicalIndex(fake, lambda h: f"{h.metadata['doc_id']} {h.text}", name_words, name_query_words)
                 normal = {r.doc_id: _normal(r.title) for r in records}
-                self._titles = _Titles(generation, index, normal, Counter(normal.values()))
+                names = {r.doc_id: frozenset(name_words(f"{r.doc_id} {r.title}")) for r in records}
+                self._titles = _Titles(generation, index, normal, Counter(normal.values()), names,
+                                       Counter(w for ws in names.values() for w in ws))
             return self._titles
 
 
@@ -235,6 +256,8 @@ class _Titles:
     index: LexicalIndex  # BM25 over each document's doc_id and title
     normal: dict[str, str]  # doc_id -> title, normalized by _normal
     counts: Counter[str]  # normalized title -> live documents with it
+    names: dict[str, frozenset[str]]  # doc_id -> name words of its doc_id and title
+    name_counts: Counter[str]  # name word -> live documents whose name has it
 
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})

@@ -100,3 +100,31 @@ def test_a_title_is_named_whatever_its_markup_quotes_or_unicode_form(make_index,
     assert route.named == ("green",) and route.query == "how often are ferns watered?"
     assert router.route(unicodedata.normalize("NFC", "Café Opening Guide: when does it open?"), None).named == ("cafe",)
     assert router.route('The "North" Site Notes: where is the key?', None).named == ("quote",)
+
+
+def test_a_statement_asked_for_by_company_comes_from_that_company(make_index, tmp_path):
+    # issue 32: with several filings in a store, "What does Best Buy's balance sheet show?" put
+    # another company's balance sheet first: label lookup took the document of the best hit,
+    # here Amcor's, whose words match the question best.
+    corpus = tmp_path / "filings"
+    corpus.mkdir()
+    report = "# Annual report\n\n## Business\n\nThe company sells {what}.\n\n## {statement}\n\n{body}\n"
+    for name, what, statement, body in [
+        ("AMCOR_2023_10K", "packaging", "Consolidated Balance Sheets",
+         "What the balance sheet shows: the balance sheet shows total assets."),
+        ("BESTBUY_2023_10K", "electronics", "Consolidated Statements of Financial Position",
+         "Total assets were 15,803 million."),
+        ("CVS_2022_10K", "pharmacy services", "Consolidated Balance Sheets", "Total assets were 228,275 million."),
+        ("PEPSICO_2022_10K", "snacks", "Consolidated Balance Sheets", "Total assets were 92,187 million."),
+    ]:
+        (corpus / f"{name}.md").write_text(report.format(what=what, statement=statement, body=body))
+    idx = make_index()
+    assert not idx.ingest([corpus], show_progress=False).failed
+    r = Retriever(idx)
+    query = "What does Best Buy's balance sheet show?"
+    assert r.ranker.route(query, None).prefer == ("BESTBUY_2023_10K",)
+    first = r.retrieve(query, k=3)[0]
+    assert (first.doc_id, first.title) == ("BESTBUY_2023_10K", "Consolidated Statements of Financial Position")
+    # a word every filing's name has names none of them: the best hit's document answers
+    assert r.ranker.route("What does the 10-K balance sheet show?", None).prefer == ()
+    assert r.retrieve("What does the balance sheet show?", k=1)[0].doc_id == "AMCOR_2023_10K"
