@@ -170,15 +170,16 @@ def test_case_29_noise_skip_own_text_only_by_default(cases_dir, tok):
     tree, chunks, _ = _chunks(cases_dir / "29-noise-section-skip" / "input.md", tok)
     titles = [tree.node(c.node_id).title for c in chunks]
     # Default: a noise node skips its own text only; its child "Standards cited" is kept.
-    assert titles == ["1 Overview", "2.1 Function References", "2.2 Error codes", "Standards cited",
-                      "Appendix A: Table of Contents for the printed edition"]
+    # A report's executive summary is content (issue 32): embedded, unlike its contents.
+    assert titles == ["Executive Summary", "1 Overview", "2.1 Function References", "2.2 Error codes",
+                      "Standards cited", "Appendix A: Table of Contents for the printed edition"]
     assert not any("........" in c.text for c in chunks)
 
 
 def test_case_29_noise_skip_with_descendants(cases_dir, tok):
     tree, chunks, _ = _chunks(cases_dir / "29-noise-section-skip" / "input.md", tok, skip_noise_descendants=True)
     titles = [tree.node(c.node_id).title for c in chunks]
-    assert titles == ["1 Overview", "2.1 Function References", "2.2 Error codes",
+    assert titles == ["Executive Summary", "1 Overview", "2.1 Function References", "2.2 Error codes",
                       "Appendix A: Table of Contents for the printed edition"]
 
 

@@ -867,3 +867,22 @@ def test_a_document_whose_stored_source_is_missing_is_left_out_with_a_warning(tm
         found = Retriever(index).retrieve("What is the soup of the day?", k=2)
     assert [s.doc_id for s in found] == ["notes"]
     assert "menu: its stored source is missing" in caplog.text
+
+
+def test_a_reports_executive_summary_is_found_and_its_list_of_figures_is_not(make_index, tmp_path):
+    # issue 32: "Executive Summary" was a noise title, so a report's summary could not be found
+    # even by name. Noise is navigation: contents, lists of figures and tables.
+    doc = tmp_path / "docs" / "water-report.md"
+    doc.parent.mkdir()
+    doc.write_text(
+        "# Water Sector Review\n\n## Contents\n\n1. Findings ... 3\n\n## List of Figures\n\n"
+        "Figure 1. Leakage by region and year ... 4\n\n## Executive Summary\n\n"
+        "Leakage fell by a third while tariffs stayed flat across every region.\n\n"
+        "## Findings\n\nRegional utilities replaced 400 km of mains.\n"
+    )
+    idx = make_index()
+    idx.ingest([doc.parent], show_progress=False)
+    got = Retriever(idx).retrieve("What does the executive summary say about leakage?", k=1)
+    assert [s.title for s in got] == ["Executive Summary"]
+    titles = [s.title for s in Retriever(idx).retrieve("leakage by region and year figure", k=5)]
+    assert "List of Figures" not in titles and "Contents" not in titles  # not embedded: never a hit
