@@ -15,8 +15,8 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "FILTER_FIELDS", "FILTER_FIELD_TYPES", "SUPPORTED_OPERATORS", "check_where", "doc_filter", "filter_doc_ids",
-    "matches_where",
+    "FILTER_FIELDS", "FILTER_FIELD_TYPES", "NO_DOCUMENT", "SUPPORTED_OPERATORS", "check_where", "doc_filter",
+    "filter_doc_ids", "matches_where", "names_field", "sources_to_doc_ids",
 ]
 
 #: The chunk metadata fields a filter can name: every field Chroma stores with a chunk
@@ -185,6 +185,50 @@ def filter_doc_ids(where: dict[str, Any] | None) -> list[str] | None:
     if isinstance(cond, dict) and set(cond) == {"$eq"} and isinstance(cond["$eq"], str):
         return [cond["$eq"]]
     return None
+
+
+#: A doc id no document has (doc ids are never empty): a filter that selects no document.
+NO_DOCUMENT = ""
+
+
+def names_field(where: dict[str, Any] | None, field: str) -> bool:
+    """Whether a filter checked by :func:`check_where` has a condition on ``field``."""
+    if not where:
+        return False
+    return any(
+        any(names_field(c, field) for c in cond) if key in ("$and", "$or") else key == field
+        for key, cond in where.items()
+    )
+
+
+def sources_to_doc_ids(where: dict[str, Any] | None, sources: dict[str, str]) -> dict[str, Any] | None:
+    """Rewrite every ``source`` condition of a filter as the documents whose *current* source meets it.
+
+    A chunk's ``source`` metadata is the path it was embedded from; a document that moved or
+    was renamed with the same text keeps its chunks (ingest re-embeds nothing) and the
+    registry records its new path. So ``{"source": path}`` is answered from the registry: the
+    documents whose current source path meets the condition (issue 32), on every search path.
+
+    Args:
+        where: A filter checked by :func:`check_where`.
+        sources: ``doc_id -> current source path`` of the live documents.
+
+    Returns:
+        The filter with each ``{"source": cond}`` replaced by a ``doc_id`` condition on the
+        documents meeting ``cond`` (:data:`NO_DOCUMENT` when none does).
+    """
+    if not where:
+        return where
+    out: dict[str, Any] = {}
+    for key, cond in where.items():
+        if key in ("$and", "$or"):
+            out[key] = [sources_to_doc_ids(c, sources) for c in cond]
+        elif key == "source":
+            ids = sorted(d for d, src in sources.items() if matches_where({"source": src}, {"source": cond}))
+            out["doc_id"] = {"$in": ids or [NO_DOCUMENT]}
+        else:
+            out[key] = cond
+    return out
 
 
 def doc_filter(doc_ids: Sequence[str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from .datauri import replace_data_uris
 from .delivery import Delivery, OutlineEntry, cut_to_tokens, plan_delivery
 from .docids import check_text, normalize_doc_id
 from .errors import ConfigError, StaleSourceError, StoreNotFoundError
-from .filters import check_where, doc_filter
+from .filters import check_where, doc_filter, names_field, sources_to_doc_ids
 from .pages import PageMap, stored_page_map
 from .ranking import Ranker, Ranking, Route, demoted, place_sections, score_sections
 from .store import Hit
@@ -429,7 +429,8 @@ class Retriever:
 
         Args:
             where: Metadata filter (see :func:`~proxypointer.filters.check_where`); ``{}`` means
-                no condition.
+                no condition. A ``source`` condition is met by the documents whose current
+                source path meets it (:func:`~proxypointer.filters.sources_to_doc_ids`).
             doc_ids: Allow-list of documents (ids or citation forms, see
                 :meth:`resolve_doc_ids`). ``None``: every document; an empty list: **none**
                 (an allow-list with nothing allowed; shared case 32).
@@ -442,6 +443,10 @@ class Retriever:
             ConfigError: On an unsupported filter, or a string given as ``doc_ids``.
         """
         flt = check_where(where)
+        if names_field(flt, "source"):  # the documents' current paths, not those embedded from
+            self.require_store()
+            flt = sources_to_doc_ids(flt, {r.doc_id: r.source_path for r in self.index.registry.documents()
+                                           if r.version})
         if isinstance(doc_ids, str):
             raise ConfigError(f"doc_ids: expected a list of doc ids, got the string {doc_ids!r}")
         ids = None if doc_ids is None else self.resolve_doc_ids(doc_ids)[0]

@@ -886,3 +886,25 @@ def test_a_reports_executive_summary_is_found_and_its_list_of_figures_is_not(mak
     assert [s.title for s in got] == ["Executive Summary"]
     titles = [s.title for s in Retriever(idx).retrieve("leakage by region and year figure", k=5)]
     assert "List of Figures" not in titles and "Contents" not in titles  # not embedded: never a hit
+
+
+def test_a_source_filter_reads_the_documents_current_paths(make_index, tmp_path):
+    # issue 32: where={"source": ...} matched the path a chunk was embedded from, so a folder
+    # moved and re-ingested (same text: nothing re-embedded) answered for its old path only.
+    old = tmp_path / "docs"
+    old.mkdir()
+    (old / "guide.md").write_text("# Guide\n\n## Kettle\n\nDescale the kettle with vinegar.\n")
+    (old / "notes.md").write_text("# Notes\n\n## Toaster\n\nEmpty the crumb tray of the kettle shelf.\n")
+    idx = make_index()
+    idx.ingest([old], show_progress=False)
+    new = tmp_path / "moved"
+    old.rename(new)
+    report = idx.ingest([new], show_progress=False)
+    assert report.embedded == 0  # the same text: the chunks kept their embedded metadata
+    r = Retriever(idx)
+    path = str((new / "guide.md").resolve())
+    assert {s.doc_id for s in r.retrieve("kettle", k=5, where={"source": path})} == {"guide"}
+    assert r.retrieve("kettle", k=5, where={"source": str((old / "guide.md").resolve())}) == []
+    assert {s.doc_id for s in r.retrieve("kettle", k=5, where={"source": {"$ne": path}})} == {"notes"}
+    both = {"$or": [{"source": path}, {"doc_id": "notes"}]}
+    assert {s.doc_id for s in r.retrieve("kettle", k=5, where=both)} == {"guide", "notes"}
