@@ -666,6 +666,10 @@ class ServeConfig:
             without, docs/benchmarks.md).
         preload_max_mb: Most megabytes (10^6 bytes) read by ``preload``; 0: half of the
             machine's physical memory.
+        request_timeout_s: Seconds an HTTP client has to send a whole request (line, headers
+            and body) once its connection opens or its next request starts; a client that is
+            slower is disconnected (:mod:`proxypointer.serve.timeouts`). The time the server
+            takes to answer does not count.
     """
 
     host: str = "127.0.0.1"
@@ -680,9 +684,15 @@ class ServeConfig:
     ingest_roots: tuple[str, ...] = ()
     preload: bool = True
     preload_max_mb: int = 0
+    request_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         _check(bool(self.host), "serve.host", "must not be empty")
+        _check(
+            not isinstance(self.request_timeout_s, bool) and isinstance(self.request_timeout_s, (int, float))
+            and 0 < self.request_timeout_s <= 3600,
+            "serve.request_timeout_s", f"expected seconds in (0, 3600], got {self.request_timeout_s!r}",
+        )
         _check(self.preload_max_mb >= 0, "serve.preload_max_mb",
                f"expected an int >= 0 (0: half of the physical memory), got {self.preload_max_mb}")
         _check(1 <= self.port <= 65535, "serve.port", f"expected 1..65535, got {self.port}")

@@ -35,6 +35,7 @@ from .arguments import StrictArguments, validation_detail
 from .common import Service
 from .errors import status_of
 from .security import Guard, bearer_token, is_loopback
+from .timeouts import uvicorn_options
 
 __all__ = ["create_app", "run_http"]
 
@@ -178,4 +179,4 @@ def run_http(
         mode = "read-write" if service.allow_write else "read-only"
         ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; docs at /docs; "
               f"{started['preload']})")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(service.limits))

@@ -36,6 +36,7 @@ from .arguments import strict_model
 from .common import MAX_LIST, Service
 from .errors import NotFound
 from .security import Guard, bearer_token, is_loopback
+from .timeouts import uvicorn_options
 
 __all__ = ["create_mcp_server", "run_mcp"]
 
@@ -234,4 +235,4 @@ def run_mcp(
         shown = f"[{host}]" if ":" in host else host
         ready(f"serving MCP at http://{shown}:{port}/mcp ({'bearer token required; ' if token else ''}"
               f"{started['preload']})")
-    uvicorn.run(guarded, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(guarded, host=host, port=port, **uvicorn_options(service.limits))

@@ -1,7 +1,7 @@
 """Run a proxypointer server on a store with the test embedder (tests/fakes.py) or the real model.
 
 Usage: python serve_driver.py STORE {http,mcp,mcp-http} [--host H] [--port P] [--allow-write]
-       [--root DIR]... [--threads N] [--max-body N] [--real-model]
+       [--root DIR]... [--threads N] [--max-body N] [--real-model] [--request-timeout S]
 
 The integration tests start it as a subprocess (its pid is theirs to stop) so the servers
 run exactly as ``proxypointer serve`` runs them, without loading the real model when the
@@ -112,6 +112,7 @@ def main() -> None:
     p.add_argument("--max-body", type=int, default=65536)
     p.add_argument("--token-env", default="PROXYPOINTER_TOKEN")
     p.add_argument("--real-model", action="store_true")
+    p.add_argument("--request-timeout", type=float, default=30.0)
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     base = ProxyPointerConfig()
@@ -121,6 +122,7 @@ def main() -> None:
         max_body_bytes=args.max_body,
         ingest_roots=tuple(args.root),
         token_env=args.token_env,
+        request_timeout_s=args.request_timeout,
     )
     config = dataclasses.replace(base, serve=serve)
     embedder = None
