@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from pathlib import Path
 
@@ -62,7 +64,7 @@ text
 def test_default_runs_the_rules_on_a_document_with_page_markers():
     headings, _, report = explain_headings(FILING)
     assert report.converter_output == "page markers (opendataloader)"
-    assert report.rules == ("drop_row_headings", "title_lines", "label_lines", "flatten_levels")
+    assert report.rules == ("space_headings", "drop_row_headings", "title_lines", "label_lines", "flatten_levels")
     assert [(h.line, h.title) for h in report.dropped] == [(3, "84"), (20, "4,867,457 $ 133.54")]
     assert [(h.line, h.source) for h in report.promoted] == [(9, "title"), (16, "title")]
     # flattened: unnumbered -> 2, "Item 8." -> 1, "NOTE 14" -> 1; written levels kept in md_level
@@ -212,11 +214,15 @@ def test_config_values():
 
 
 def test_rule_keys_select_the_rules():
-    config = TreeConfig(converter_output="on", drop_row_headings=False, title_lines=False, label_lines=False)
+    config = TreeConfig(converter_output="on", space_headings=False, drop_row_headings=False, title_lines=False,
+                        label_lines=False)
     headings, _, report = explain_headings(FILING, config)
     assert report.rules == ("flatten_levels",) and not report.dropped and not report.promoted
     assert "84" in [h.title for h in headings]
-    none = TreeConfig(drop_row_headings=False, title_lines=False, label_lines=False, flatten_levels=False)
+    with_space = explain_headings(FILING, dataclasses.replace(config, space_headings=True))[2]
+    assert with_space.rules == ("space_headings", "flatten_levels")
+    none = TreeConfig(space_headings=False, drop_row_headings=False, title_lines=False, label_lines=False,
+                      flatten_levels=False)
     assert explain_headings(FILING, none)[2].converter_output == ""
 
 
