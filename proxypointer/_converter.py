@@ -62,7 +62,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ._markdown import Heading
@@ -587,6 +587,56 @@ def _table_like(lines: list[str], a: int, b: int, empty: bool = True) -> bool:
 OUTLINE_DUPLICATE_LINES = 6
 
 
+# An item number at the start of a title, without the word "Item" ("8 Financial Statements",
+# "1B. Unresolved Staff Comments"): how contents tables with an "Item" column print them.
+_BARE_ITEM = re.compile(r"^(?P<number>\d{1,2})(?P<letter>[A-C])?\.?\s+(?=[A-Z(])")
+_ITEM_NUMBER = re.compile(r"^(?P<number>\d{1,2})(?P<letter>[A-C])?")
+
+
+def _item_key(label: str) -> tuple[int, str] | None:
+    m = _ITEM_NUMBER.match(label)
+    return (int(m.group("number")), m.group("letter") or "") if m else None
+
+
+def with_item_words(headings: list[Heading]) -> list[Heading]:
+    """Outline headings whose item number stands without the word "Item", given it, for their labels.
+
+    A filing's printed contents often has an "Item" column, so the entries it places read
+    "8 Financial Statements and Supplementary Data" and "1B. Unresolved Staff Comments"
+    beside entries whose body heading says "Item 7A." (Johnson & Johnson's 10-K). Such an
+    outline heading is an item when at least :data:`FILING_MIN_LABELS` outline headings are
+    labelled items and its number falls between the items around it (so numbered notes
+    listed after Item 8, "1. Summary of ...", are not). Only the copies used to read labels
+    change; titles shown stay as written.
+
+    Returns:
+        The headings, bare item headings retitled ``Item <title>``.
+    """
+    outline = [i for i, h in enumerate(headings) if h.source == "outline"]
+    keys: dict[int, tuple[int, str]] = {}
+    for i in outline:
+        lab = filing_label(headings[i].title)
+        if lab and lab[0] == "item" and (key := _item_key(lab[1])):
+            keys[i] = key
+    if len(keys) < FILING_MIN_LABELS:
+        return headings
+    out = list(headings)
+    before: tuple[int, str] = (0, "")
+    for n, i in enumerate(outline):
+        if i in keys:
+            before = keys[i]
+            continue
+        m = _BARE_ITEM.match(headings[i].title)
+        if m is None or filing_label(headings[i].title) is not None:
+            continue
+        key = (int(m.group("number")), m.group("letter") or "")
+        after = next((keys[j] for j in outline[n + 1 :] if j in keys), (99, ""))
+        if before < key < after:
+            out[i] = replace(headings[i], title=f"Item {headings[i].title}")
+            before = key
+    return out
+
+
 def outline_levels(headings: list[Heading]) -> list[Heading]:
     """Levels when a PDF's outline was written into the text (source ``outline``).
 
@@ -610,6 +660,8 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     """
     from .outline import title_match
 
+    shown = {h.line: h.title for h in headings}
+    headings = with_item_words(headings)  # labels read from these; titles shown as written
     outline = [h for h in headings if h.source == "outline"]
     fixed = {h.line: h.md_level for h in outline}
     if len({h.md_level for h in outline}) == 1:
@@ -657,7 +709,7 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
             level = filing[h.line]  # before the first outline heading: the labels' level
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
-        out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), h.title, h.md_level, h.source))
+        out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), shown[h.line], h.md_level, h.source))
     return out
 
 

@@ -316,9 +316,17 @@ def numbered_line_depth(line: str) -> int:
 _FILING_PART = re.compile(r"^part\s+(?P<label>[ivx]{1,4}|\d{1,2})(?=$|[\s.:,–—-])", re.IGNORECASE)
 _FILING_ITEM = re.compile(r"^item\s+(?P<label>\d{1,2}[a-c]?(?:\([a-z]\))?)(?=$|[\s.:,–—-])", re.IGNORECASE)
 _FILING_NOTE = re.compile(r"^note\s+(?P<label>\d{1,2}[a-z]?)(?=$|[\s.:,–—-])", re.IGNORECASE)
+# The notes heading, after the company's name when the filing prints it first ("COSTCO WHOLESALE
+# CORPORATION NOTES TO CONSOLIDATED FINANCIAL STATEMENTS", as statement titles do): up to 6 words,
+# each capitalised or a joining word, never a sentence's start ("See Notes to ...").
 _FILING_NOTES = re.compile(
-    r"^notes\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}financial\s+statements\b", re.IGNORECASE
+    r"^(?!(?i:see|refer|read|in)\b)(?:(?:[A-Z0-9][\w.,&'’-]*|and|of|&)\s+){0,6}?"
+    r"(?i:notes\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}financial\s+statements)\b"
 )
+# After the notes heading's words, a sentence goes on in lower case ("... are an integral part
+# of these statements."); a parenthesis ("(unaudited)", "(in millions)") does not.
+_SENTENCE_GOES_ON = re.compile(r"\b[a-z]{2,}")
+_PARENTHESES = re.compile(r"\([^()]*\)")
 # A table-of-contents line: text, then a page number (1-999) that no kind word labels.
 _TOC_FOLIO = re.compile(r"\D\s+\d{1,3}$")
 
@@ -445,7 +453,9 @@ def filing_label(title: str) -> tuple[str, str] | None:
         ``(kind, label)``, labels upper-case, arabic without leading zeros:
 
         * ``part`` (label ``II``), ``item`` (``7A``), ``note`` (``14``: ``Note 14 - Debt``);
-        * ``notes`` (label ``""``): the heading of the notes to the financial statements;
+        * ``notes`` (label ``""``): the heading of the notes to the financial statements,
+          after the company's name or not, never a sentence that mentions them ("The Notes
+          to Consolidated Financial Statements are an integral part of ...");
         * ``statements`` (``""``): a financial statement's title (``Consolidated Balance
           Sheets``, ``NIKE, Inc. Consolidated Statements of Income``);
         * ``numbered`` (``14``): ``14. Debt``, a note when it follows the statements or the
@@ -461,7 +471,8 @@ def filing_label(title: str) -> tuple[str, str] | None:
 
     """
     text = plain_title(title)
-    if _FILING_NOTES.match(text):
+    notes = _FILING_NOTES.match(text)
+    if notes and not _SENTENCE_GOES_ON.search(_PARENTHESES.sub(" ", text[notes.end() :])):
         return "notes", ""
     for kind, pattern in (("part", _FILING_PART), ("item", _FILING_ITEM), ("note", _FILING_NOTE),
                           ("numbered", _FILING_NUMBERED)):

@@ -156,6 +156,16 @@ def test_labels_and_roman_numerals():
         ("Note 1. Description of Business", ("note", "1")),
         ("Notes to Consolidated Financial Statements", ("notes", "")),
         ("Notes to the Condensed Consolidated Financial Statements (Unaudited)", ("notes", "")),
+        # after the company's name, as a filing prints it (statement titles have it too)
+        ("COSTCO WHOLESALE CORPORATION NOTES TO CONSOLIDATED FINANCIAL STATEMENTS (amounts in millions)",
+         ("notes", "")),
+        ("Corning Incorporated and Subsidiary Companies Notes to Consolidated Financial Statements", ("notes", "")),
+        ("Johnson & Johnson and Subsidiaries Notes to Consolidated Financial Statements", ("notes", "")),
+        # sentences that mention the notes are no heading of them
+        ("The Notes to Consolidated Financial Statements (unaudited) are an integral part of these statements.",
+         None),
+        ("See Notes to Consolidated Financial Statements", None),
+        ("The accompanying notes to consolidated financial statements are an integral part", None),
         ("NIKE, Inc. Consolidated Statements of Income", ("statements", "")),
         ("Consolidated Condensed Balance Sheets", ("statements", "")),
         ("14. Debt", ("numbered", "14")),

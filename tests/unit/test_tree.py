@@ -787,3 +787,78 @@ def test_filing_labels_give_levels_and_the_rest_is_flattened_below_them():
     # top-level sections, every unnumbered heading one below
     flat = {n.title: n.level for n in build_tree(EMPHASIS_10K, "doc", TreeConfig(converter_output="on")).nodes}
     assert flat["**ITEM 1.    BUSINESS**"] == 1 and flat["**_Customers_**"] == 2
+
+
+# A 10-K whose printed contents has an "Item" column: the entries it places read "1B. ..." and
+# "8 Financial Statements ...", beside entries whose body heading says "Item 2." (Johnson &
+# Johnson's 10-K), and whose notes heading follows the company's name (Costco's).
+CONTENTS_ITEM_COLUMN = """\
+<!-- page 1 -->
+
+# PART I {.outline}
+
+## Item 1. Business {.outline}
+
+We make things.
+
+## 1B. Unresolved Staff Comments {.outline}
+
+None.
+
+## Item 2. Properties {.outline}
+
+Plants.
+
+# PART II {.outline}
+
+## Item 7. Management's Discussion {.outline}
+
+Sales grew.
+
+## 8 Financial Statements and Supplementary Data {.outline}
+
+The statements follow.
+
+##### ACME CORPORATION NOTES TO CONSOLIDATED FINANCIAL STATEMENTS (amounts in millions)
+
+##### 1. Summary of Significant Accounting Policies
+
+Basis of presentation.
+
+##### 2. Cash and Cash Equivalents
+
+Cash is cash.
+
+## Item 9A. Controls and Procedures {.outline}
+
+Effective.
+"""
+
+
+def test_a_contents_item_column_and_a_named_notes_heading_still_nest_the_notes():
+    tree = build_tree(CONTENTS_ITEM_COLUMN, "ACME_2022_10K")
+    paths = {n.title: tree.title_path(n.node_id) for n in tree.nodes}
+    item8 = "8 Financial Statements and Supplementary Data"  # shown as written
+    notes = "ACME CORPORATION NOTES TO CONSOLIDATED FINANCIAL STATEMENTS (amounts in millions)"
+    assert paths["2. Cash and Cash Equivalents"] == ("PART II", item8, notes, "2. Cash and Cash Equivalents")
+    assert paths["1. Summary of Significant Accounting Policies"][:3] == ("PART II", item8, notes)
+    assert paths["1B. Unresolved Staff Comments"] == ("PART I", "1B. Unresolved Staff Comments")
+    assert paths["Item 9A. Controls and Procedures"] == ("PART II", "Item 9A. Controls and Procedures")
+
+
+def test_a_bare_number_is_an_item_only_between_the_items_around_it():
+    from proxypointer._converter import with_item_words
+    from proxypointer.tree import find_headings
+
+    headings, _ = find_headings(CONTENTS_ITEM_COLUMN)
+    named = {h.title for h in with_item_words(headings)}
+    assert {"Item 1B. Unresolved Staff Comments", "Item 8 Financial Statements and Supplementary Data"} <= named
+    assert "1. Summary of Significant Accounting Policies" in named  # not an outline heading: never an item
+    # numbered notes listed in the contents after Item 8 are no items: 1 < 8
+    listed = CONTENTS_ITEM_COLUMN.replace("##### 1. Summary of Significant Accounting Policies",
+                                          "### 1. Summary of Significant Accounting Policies {.outline}")
+    named = {h.title for h in with_item_words(find_headings(listed)[0])}
+    assert "1. Summary of Significant Accounting Policies" in named
+    # one labelled item is no filing's contents: nothing is renamed
+    alone = "# Item 1. Business {.outline}\n\ntext\n\n# 8 Financial Statements {.outline}\n\ntext\n"
+    assert {h.title for h in with_item_words(find_headings(alone)[0])} == {"Item 1. Business", "8 Financial Statements"}
