@@ -696,6 +696,7 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     if unknown:  # the others are still deleted; the exit status says not all were
         names = ", ".join(repr(d) for d in unknown)
         print(f"error: no document {names} in the store; `proxypointer status --docs` lists them", file=sys.stderr)
+        doc_ids = [d for d in doc_ids if d not in set(unknown)]  # said once, here; not again by delete
     removed = index.delete(doc_ids)
     print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
     return 0 if len(removed) == len(args.doc_ids) else 1

@@ -43,6 +43,7 @@ import numpy as np
 
 from .chunking import Chunk, TokenCountCache, add_pages, chunk_document, document_hash
 from .config import ChunkingConfig, TreeConfig
+from .docids import escaped
 from .discovery import Discovery, SourceFile, discover
 from .errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreError
 from .maintenance import fill_line_tokens, fill_records, prune_embedding_cache, prune_missing, repair_all
@@ -786,6 +787,12 @@ def finish_sync(
         started: ``time.perf_counter()`` at the start of the run, for ``report.seconds``.
     """
     registry, store, st = index.registry, index.store, report.stage_seconds
+    used = {f.root for f in found.files} | {os.path.dirname(p) for p, _ in found.failed}
+    kinds = ", ".join(f"*{x}" for x in sorted(index.readers))
+    for root in found.roots:
+        if root not in used and not any(u.startswith(root.rstrip(os.sep) + os.sep) for u in used):
+            report.notes.append((root, f"{escaped(root)}: no {kinds} file in this folder, so nothing to index "
+                                       "(hidden folders are skipped; --include-hidden searches them)"))
     if prune:
         present = {f.doc_id for f in found.files}
         report.deleted = prune_missing(registry, store, found.roots, present)

@@ -157,7 +157,7 @@ def test_status_docs_lists_the_ids_that_doc_takes(cli, capsys, store):
     assert all(d["chunks"] > 0 and d["state"] == "ready" and Path(d["source"]).is_file() for d in docs)
 
 
-def test_delete_takes_the_citation_form(cli, capsys, tmp_path, fake_embedder):
+def test_delete_takes_the_citation_form(cli, capsys, caplog, tmp_path, fake_embedder):
     from proxypointer.pipeline import Index
 
     root = tmp_path / "store"
@@ -167,6 +167,8 @@ def test_delete_takes_the_citation_form(cli, capsys, tmp_path, fake_embedder):
     out = capsys.readouterr()
     assert out.out == "deleted 1 of 2 documents\n"
     assert out.err.startswith("error: no document 'no-such-doc' in the store; `proxypointer status --docs` lists them")
+    # said once (issue 32: the store's own warning repeated it on stderr)
+    assert out.err.count("no-such-doc") == 1 and not [r for r in caplog.records if "no-such-doc" in r.getMessage()]
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
         assert index.registry.get("employee-handbook") is None
 

@@ -211,6 +211,20 @@ def test_kind37_one_file_is_never_indexed_under_two_ids(tmp_path, make_index):
 
 
 # -- empty files, failures reported once ---------------------------------------------------
+def test_a_folder_without_documents_gets_a_note_saying_so(tmp_path, make_index):
+    # issue 32: an empty folder (or one of only other files) was ingested with exit 0 and no hint
+    empty, other, docs = tmp_path / "empty", tmp_path / "pictures", tmp_path / "docs"
+    for folder in (empty, other, docs / "sub"):
+        folder.mkdir(parents=True)
+    (other / "photo.jpg").write_bytes(b"\xff\xd8")
+    (docs / "sub" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    rep = make_index().ingest([empty, other, docs], show_progress=False)
+    assert rep.indexed == 1 and not rep.failed
+    noted = {p: m for p, m in rep.notes}
+    assert set(noted) == {str(empty), str(other)}  # docs has a document, in a subfolder
+    assert "no *.markdown, *.md" in noted[str(empty)] and "--include-hidden" in noted[str(empty)]
+
+
 def test_empty_files_are_notes_and_failures_are_logged_below_warning(tmp_path, make_index, caplog):
     docs = tmp_path / "docs"
     docs.mkdir()
