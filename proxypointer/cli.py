@@ -393,8 +393,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
         )
     else:
         sections = retriever.retrieve(args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix)
-    if args.json:
-        print(json.dumps([s.to_dict() for s in sections], indent=2, ensure_ascii=False))
+    if args.json:  # the shape of HTTP's POST /search: an object with its sections
+        k = index.config.retrieval.k if args.k is None else args.k
+        out = {"query": args.question, "k": k, "sections": [s.to_dict() for s in sections]}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     if not sections:
         where = f" under prefix {args.prefix!r}" if args.prefix else ""

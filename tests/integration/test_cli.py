@@ -39,7 +39,9 @@ def test_ingest_is_idempotent_and_summarises(store):
 def test_query_json_fields_and_citation(store):
     p = run("query", "How many weeks of full basic pay do birth and adoptive parents receive?", "-k", "3", "--json",
             cwd=store)
-    sections = json.loads(p.stdout)
+    out = json.loads(p.stdout)  # one shape with HTTP's POST /search: an object with its sections
+    assert set(out) == {"query", "k", "sections"} and out["k"] == 3
+    sections = out["sections"]
     assert len(sections) == 3
     for key in ("doc_id", "node_id", "title", "breadcrumb", "start_line", "end_line", "text", "score",
                 "chunk_text", "citation"):
@@ -77,9 +79,9 @@ def test_bad_inputs_are_reported_and_others_indexed(tmp_path):
         assert err.count(name) == 1 and f"note: {corpus / name}" in err, err
     assert err.count("error: ") == 3 and "Traceback" not in err
     assert "6 documents (3 indexed" in p.stdout  # good, latin1 (cp1252), utf16 (BOM)
-    q = json.loads(run("query", "when does the cafeteria open", "--json", cwd=tmp_path).stdout)
+    q = json.loads(run("query", "when does the cafeteria open", "--json", cwd=tmp_path).stdout)["sections"]
     assert q[0]["doc_id"] == "good"
-    q = json.loads(run("query", "when does the night shift start", "--json", cwd=tmp_path).stdout)
+    q = json.loads(run("query", "when does the night shift start", "--json", cwd=tmp_path).stdout)["sections"]
     assert q[0]["doc_id"] == "utf16" and q[0]["citation"] == "utf16.md#L1-L3"
 
 
@@ -152,7 +154,7 @@ def test_case_36_long_query_keeps_the_question_with_the_real_model(tmp_path):
     long_q = (case / "filler.txt").read_text().strip() + "\n\n" + question
     for q in (question, long_q):
         p = run("query", q, "-k", "3", "--json", cwd=tmp_path)
-        assert json.loads(p.stdout)[0]["title"] == "Parental leave pay", p.stdout
+        assert json.loads(p.stdout)["sections"][0]["title"] == "Parental leave pay", p.stdout
     assert "query has 307 word pieces, more than the 254 the model reads" in p.stderr
 
 

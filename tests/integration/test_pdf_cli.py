@@ -58,7 +58,7 @@ def ingested(tmp_path_factory):
 
 
 def query(cwd, question, *extra):
-    return json.loads(run("query", question, "--json", *extra, cwd=cwd).stdout)
+    return json.loads(run("query", question, "--json", *extra, cwd=cwd).stdout)["sections"]
 
 
 def test_the_fake_converter_of_the_unit_tests_writes_what_opendataloader_writes(ingested):

@@ -55,11 +55,11 @@ def test_an_empty_question_is_refused(cli, capsys, store, command, question):
 def test_doc_accepts_the_citation_form(cli, capsys, store):
     assert cli(["query", "How is parental leave paid?", "--doc", "employee-handbook.md", "--json",
                 "--store", str(store)]) == 0
-    sections = json.loads(capsys.readouterr().out)
+    sections = json.loads(capsys.readouterr().out)["sections"]
     assert sections and {s["doc_id"] for s in sections} == {"employee-handbook"}
     assert cli(["query", "How is parental leave paid?", "--doc", "employee-handbook", "--json",
                 "--store", str(store)]) == 0
-    assert json.loads(capsys.readouterr().out) == sections
+    assert json.loads(capsys.readouterr().out)["sections"] == sections
 
 
 def test_an_unknown_doc_is_named(cli, capsys, store):
@@ -83,7 +83,7 @@ def test_a_prefix_matching_nothing_says_so(cli, capsys, store):
     assert cli(["query", "notice period", "--prefix", "policies/", "--store", str(store)]) == 0
     assert capsys.readouterr().out.startswith("no sections found under prefix 'policies/' (the store has 3 documents)")
     assert cli(["query", "notice period", "--prefix", "policies/", "--json", "--store", str(store)]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out) == {"query": "notice period", "k": 5, "sections": []}
 
 
 def test_a_closed_stdout_ends_quietly(cli, capsys, store, monkeypatch):
@@ -126,7 +126,7 @@ def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, c
     assert "    subsections not shown:\n    - 3.2.1 Eligibility (L" in body
     assert "#### 3.2.1" not in body  # the children's text is not printed
     assert cli([*argv, "--json"]) == 0
-    (section,) = json.loads(capsys.readouterr().out)
+    (section,) = json.loads(capsys.readouterr().out)["sections"]
     assert section["delivery"] == "own_text" and section["outline"][0]["title"] == "3.2.1 Eligibility"
     assert section["citation"] == f"employee-handbook.md#L{section['text_start_line']}-L{section['text_end_line']}"
 
@@ -204,5 +204,5 @@ def test_query_text_shows_an_inline_image_as_its_placeholder_and_json_the_exact_
     out = capsys.readouterr().out
     assert "[image: pump room]" in out and "Two diesel pumps." in out and len(out) < 2_000
     assert cli(["query", "diesel pumps photos", "-k", "1", "--json", "--store", store]) == 0
-    (section,) = json.loads(capsys.readouterr().out)
+    (section,) = json.loads(capsys.readouterr().out)["sections"]
     assert payload in section["text"]
