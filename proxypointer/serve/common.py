@@ -109,7 +109,8 @@ class Service:
         config: Full configuration; its ``serve`` section sets the limits and the threads.
         embedder: Embedding model; defaults to sentence-transformers with ``config.embedding``
             (loaded once, by :meth:`warm_up`). Wrapped in a :class:`SharedEmbedder`.
-        allow_write: Accept :meth:`ingest` and :meth:`delete` (off: they raise Forbidden).
+        allow_write: Accept :meth:`ingest` and :meth:`delete` (off: they raise Forbidden); a
+            store folder that holds no store yet gets an empty one.
 
     Every public method is safe to call from any thread; :meth:`call` runs one in the
     service's pool of ``serve.threads`` worker threads from async code.
@@ -134,6 +135,11 @@ class Service:
         self.root = Path(store if store is not None else self.config.store.path)
         self.allow_write = allow_write
         self.embedder = SharedEmbedder(embedder or SentenceTransformerEmbedder(self.config.embedding))
+        if allow_write and not (self.root / "registry.sqlite3").is_file():
+            # a server that may ingest starts on an empty store, created now (issue 32)
+            with ServedIndex(self.root, self.config, self.embedder) as index:
+                index.ingest([], show_progress=False)
+            logger.info("%s: created an empty store (serve --allow-write)", self.root)
         n = self.limits.threads
         self._readers: list[_Reader] = []
         self._pool: queue.Queue[_Reader] = queue.Queue()

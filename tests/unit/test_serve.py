@@ -263,7 +263,7 @@ def test_ingest_reads_only_under_the_configured_roots(tmp_path, fake_embedder):
         (corpus / "link.md").symlink_to(outside / "secret.md")
         with pytest.raises(Forbidden, match="resolves outside"):
             svc.ingest([str(corpus)])
-        assert not store.exists()  # refused before anything was written (only an ingest creates a store)
+        assert svc.list_documents()["total"] == 0  # refused before anything was written (the store is empty)
         (corpus / "link.md").unlink()
         report = svc.ingest([str(corpus)])
         assert report["indexed"] == 1 and not report["failed"]
@@ -438,5 +438,23 @@ def test_the_excerpt_of_a_long_section_holds_the_lines_that_matched_in_every_fro
         for budget in (None, 120):  # the default budget, and one far smaller than the excerpt
             (got,) = svc.search(query, k=1, max_tokens=budget)["sections"]
             assert got["text_start_line"] <= answer <= got["text_end_line"] and "$46.3 billion" in got["text"]
+    finally:
+        svc.close()
+
+
+def test_a_server_that_may_write_starts_on_a_new_store(tmp_path, fake_embedder):
+    # issue 32: `serve http --allow-write` could not start where no store was yet
+    root = tmp_path / "new-store"
+    with pytest.raises(Exception, match="no proxypointer store here"):
+        Service(root, _config(), fake_embedder).warm_up()  # read-only: never creates one
+    assert not (root / "registry.sqlite3").exists()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\n## Kettle\n\nDescale the kettle.\n", encoding="utf-8")
+    svc = Service(root, _config(ingest_roots=(str(docs),)), fake_embedder, allow_write=True)
+    try:
+        assert svc.warm_up()["documents"] == 0
+        assert svc.ingest([str(docs)])["indexed"] == 1
+        assert svc.search("kettle", k=1)["sections"][0]["doc_id"] == "guide"
     finally:
         svc.close()
