@@ -127,7 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "tree", parents=[common], help="show the skeleton tree of markdown or PDF files (with pages if they have them)"
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="markdown files, or PDFs (converted; needs the pdf extra)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="markdown files, or PDFs (converted, or read from the conversions that the store at "
+                        "store.path keeps; needs the pdf extra)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the project's JSON tree")
     fmt.add_argument("--format", choices=["outline", "json", "pageindex"], default=None, help="output format")
@@ -491,7 +493,9 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")
     status = 0
-    readers = default_readers(cfg)
+    store = Path(cfg.store.path)  # a PDF the store converted is read from its conversions, not converted again
+    kept = store / "converted" if (store / "registry.sqlite3").is_file() else None
+    readers = default_readers(cfg, conversion_cache=kept)
     for f in args.files:
         path = Path(f)
         reader = readers.get(path.suffix.lower(), readers[".md"])

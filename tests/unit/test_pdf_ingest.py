@@ -419,3 +419,26 @@ def test_page_marked_documents_get_the_converter_rules_though_their_markers_are_
         assert "CONSOLIDATED BALANCE SHEETS" in titles, doc_id
     (sheet,) = Retriever(index).retrieve("total current assets", k=1, doc_ids=["filing"])
     assert sheet.title == "CONSOLIDATED BALANCE SHEETS" and sheet.page_start == 2
+
+
+def test_cli_tree_of_an_ingested_pdf_reads_the_stores_conversion(make_index, corpus, tmp_path, capsys, monkeypatch):
+    # issue 32: `tree FILE.pdf` converted again (minutes for a filing) what the store keeps
+    from proxypointer import pdf
+    from proxypointer.cli import main
+
+    index, conv = pdf_index(make_index, {"report.pdf": REPORT_MD})
+    index.ingest([corpus], show_progress=False)
+    index.close()
+    spy = FakePDFConverter({})  # the same converter, knowing no file: a conversion would fail
+    monkeypatch.setattr(pdf, "converter_from_config", lambda config: spy)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"store:\n  path: {index.root}\n", encoding="utf-8")
+    assert main(["tree", "--config", str(config), str(corpus / "report.pdf")]) == 0
+    out = capsys.readouterr().out
+    assert "Risk Factors" in out and "pp. 1-2" in out and spy.calls == []
+    # without a store there is nothing kept: the file is converted
+    other = tmp_path / "nostore.yaml"
+    other.write_text(f"store:\n  path: {tmp_path / 'none'}\n", encoding="utf-8")
+    with pytest.raises(KeyError):
+        main(["tree", "--config", str(other), str(corpus / "report.pdf")])
+    assert spy.calls == [["report.pdf"]]
