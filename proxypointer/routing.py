@@ -116,7 +116,8 @@ class Route:
         named: Doc ids whose titles the query names (searched alone); empty otherwise.
         boost: Doc ids whose titles best match the query, searched as an extra fused ranking
             (empty when ``named`` is set or routing is off).
-        prefer: Those of ``boost`` that the query names by a distinctive word of their name
+        prefer: The documents (those of ``boost``, or in a scope too small to route, any in
+            scope) that the query names by a distinctive word of their name
             (:meth:`TitleRouter.route`: "Best Buy" for ``BESTBUY_2023_10K``): where labels and
             implied sections are looked up (:meth:`~proxypointer.ranking.Ranker.label_first`).
     """
@@ -167,7 +168,17 @@ class TitleRouter:
             ids = tuple(d for d, _ in named)
             return Route(strip_titles(query, [t for _, t in named]), _and(where, doc_filter(ids)), named=ids)
         boost = tuple(d for d, _ in best) if self.config.title_routing_weight > 0 else ()
-        return Route(query, where, boost=boost, prefer=self._naming(query, best))
+        # in a scope too small to route (no more than title_routing_docs documents), every one
+        # of them may still be the one a query names ("Globex's balance sheet" among 3 filings)
+        named_from = best or self._scope_titles(where)
+        return Route(query, where, boost=boost, prefer=self._naming(query, named_from))
+
+    def _scope_titles(self, where: dict[str, Any] | None) -> list[tuple[str, str]]:
+        """``(doc_id, title)`` of the live documents a filter allows (every one without a doc filter)."""
+        titles = self._titles_entry()
+        allowed = filter_doc_ids(where) if where is not None else None
+        ids = titles.names if allowed is None else [d for d in dict.fromkeys(allowed) if d in titles.names]
+        return [(d, titles.normal.get(d, "")) for d in ids]
 
     def _naming(self, query: str, best: Sequence[tuple[str, str]]) -> tuple[str, ...]:
         """Doc ids of ``best`` whose name (doc id and title words) shares a distinctive word with the query.

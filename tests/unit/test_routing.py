@@ -128,3 +128,29 @@ def test_a_statement_asked_for_by_company_comes_from_that_company(make_index, tm
     # a word every filing's name has names none of them: the best hit's document answers
     assert r.ranker.route("What does the 10-K balance sheet show?", None).prefer == ()
     assert r.retrieve("What does the balance sheet show?", k=1)[0].doc_id == "AMCOR_2023_10K"
+
+
+def test_in_a_store_too_small_to_route_the_company_named_still_holds_the_statement_lookup(make_index, tmp_path):
+    # helper's finding: with 3 documents or fewer (no title routing), "What does Globex's balance
+    # sheet show?" put Acme's balance sheet first although Globex's filing has none.
+    corpus = tmp_path / "two"
+    corpus.mkdir()
+    (corpus / "ACME_2023_10K.md").write_text(
+        "# Annual report\n\n## Consolidated Balance Sheets\n\nTotal assets were 1,200 million.\n")
+    (corpus / "GLOBEX_2023_10K.md").write_text(
+        "# Annual report\n\n## Business\n\nGlobex sells widgets.\n\n## Liquidity\n\n"
+        "Globex's balance sheet is strong: it holds 300 million in cash and its debt fell.\n")
+    idx = make_index()
+    assert not idx.ingest([corpus], show_progress=False).failed
+    r = Retriever(idx)
+    query = "What does Globex's balance sheet show?"
+    route = r.ranker.route(query, None)
+    assert route.prefer == ("GLOBEX_2023_10K",) and not route.boost  # no routing, a preference
+    assert r.ranker.rank(route, 20).labelled == ()  # Globex has no balance sheet: no label lead
+    # the ranking is the one without label lookup: Acme's statement is not put first by its label
+    off = make_index(ProxyPointerConfig(retrieval=RetrievalConfig(label_lookup=False)), store=idx.root)
+    assert [(s.doc_id, s.node_id) for s in r.retrieve(query, k=3)] == [
+        (s.doc_id, s.node_id) for s in Retriever(off).retrieve(query, k=3)]
+    # a question that names no company keeps the best hit's document
+    assert r.ranker.route("What does the balance sheet show?", None).prefer == ()
+    assert r.retrieve("What does the balance sheet show?", k=1)[0].doc_id == "ACME_2023_10K"
