@@ -38,24 +38,53 @@ def _is_text(value: Any) -> bool:
     return True
 
 
+def _unreadable_value(exc: Exception) -> tuple[bool, Any]:
+    """``(is_json, value)`` of the line a transport could not read as a JSON-RPC message.
+
+    The SDK validates each line with pydantic: a line that is no JSON gives one ``json_invalid``
+    error whose input is the line; JSON that is no message gives errors whose inputs are the
+    parsed value (a ``model_type`` error at the top) or the message object (a ``missing`` field
+    of one of the message kinds).
+    """
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors:
+        return False, None
+    if errors[0].get("type") == "json_invalid":
+        raw = errors[0].get("input")
+        try:  # Python's parser takes lone surrogates, which pydantic's refuses
+            return True, json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            return False, None
+    top = next((e.get("input") for e in errors if len(e.get("loc", ())) <= 1), None)
+    if top is not None:
+        return True, top
+    return True, next((e.get("input") for e in errors if e.get("type") == "missing" and isinstance(e.get("input"), dict)),
+                      None)
+
+
 def answer_unreadable(exc: Exception) -> JSONRPCError:
     """Return the JSON-RPC error that answers a line the transport could not parse.
 
     Args:
         exc: What the SDK's transport produced for the line (a pydantic ``ValidationError``
-            whose input is the line, for the stdio transport).
+            whose inputs hold the line or its parsed value, for the stdio transport).
 
     Returns:
-        ``-32700`` with id null when the line is no JSON (or its id cannot be read);
-        ``-32600`` with the request's id otherwise, saying what is wrong.
+        ``-32700`` Parse error with id null when the line is no JSON; ``-32600`` Invalid
+        Request otherwise (JSON-RPC 2.0, section 5.1), with the request's id when it has a
+        readable one (a string or a number) and null when not, saying what is wrong: a
+        batch, a value that is no object, a lone surrogate, or the message's fields.
     """
-    raw = exc.errors()[0].get("input") if isinstance(exc, ValidationError) and exc.errors() else None
-    try:
-        message = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        message = None
-    if not isinstance(message, dict):
+    is_json, message = _unreadable_value(exc)
+    if not is_json:
         return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON"))
+    if not isinstance(message, dict):
+        kind = "null" if message is None else "boolean" if isinstance(message, bool) else (
+            "string" if isinstance(message, str) else "number")
+        what = ("a batch (a JSON array); send one request per line" if isinstance(message, list)
+                else f"a JSON {kind}, not a request object")
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST,
+                                                                     message=f"Invalid Request: {what}"))
     rid = message.get("id")
     if isinstance(rid, bool) or not isinstance(rid, int | str) or not _is_text(rid):
         rid = None
@@ -63,10 +92,19 @@ def answer_unreadable(exc: Exception) -> JSONRPCError:
         "the request holds a lone surrogate (a \\ud800-\\udfff escape not in a pair), which is not text; "
         "send valid UTF-8"
         if not _is_text(message)
-        else f"not a JSON-RPC 2.0 message: {str(exc).splitlines()[0]}"
+        else f"not a JSON-RPC 2.0 message: {_first_problem(exc)}"
     )
-    code = INVALID_REQUEST if rid is not None else PARSE_ERROR
-    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=code, message=f"Invalid Request: {why}"))
+    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=INVALID_REQUEST, message=f"Invalid Request: {why}"))
+
+
+def _first_problem(exc: Exception) -> str:
+    """The first field a request fails on, as ``params: Input should be a valid dictionary``."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    for e in errors:
+        loc = [str(x) for x in e.get("loc", ())[1:]]
+        if loc and e.get("loc", ("",))[0] == "JSONRPCRequest":
+            return f"{'.'.join(loc)}: {e.get('msg', '')}"
+    return str(exc).splitlines()[0]
 
 
 async def run_stdio(server: MCPServer) -> None:

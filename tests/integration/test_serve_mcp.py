@@ -227,10 +227,16 @@ def test_stdio_answers_bad_input_as_errors_and_keeps_serving(store):
         call(4, "search", '{"query": "leave", "k": "3"}'),
         call(5, "get_structure", '{"doc_id": "\\udcff"}'),
         "this line is not JSON",
+        '{"id": 7, "method": "tools/list"}',  # valid JSON, no JSON-RPC message: Invalid Request, id 7
+        '{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": [1, 2]}',
+        '[{"jsonrpc": "2.0", "id": 10, "method": "tools/list"}]',  # a batch
+        '"hello"',
         call(6, "list_documents", "{}"),
     ]
-    by_id, other = _stdio_exchange(store, lines, {1, 2, 3, 4, 5, 6})
-    assert set(by_id) >= {2, 3, 4, 5, 6}, (by_id, other)
+    by_id, other = _stdio_exchange(store, lines, {1, 2, 3, 4, 5, 6, 7, 8})
+    assert set(by_id) >= {2, 3, 4, 5, 6, 7, 8}, (by_id, other)
+    assert by_id[7]["error"]["code"] == -32600 and "jsonrpc" in by_id[7]["error"]["message"]
+    assert by_id[8]["error"]["code"] == -32600 and "params" in by_id[8]["error"]["message"]
 
     def error_text(i: int) -> str:
         result = by_id[i]["result"]
@@ -242,4 +248,6 @@ def test_stdio_answers_bad_input_as_errors_and_keeps_serving(store):
     assert "doc_id" in error_text(3) and "doc_ids" in error_text(3)
     assert "k" in error_text(4) and "integer" in error_text(4)
     assert by_id[6]["result"]["structuredContent"]["total"] == 3  # still serving
-    assert [m["error"]["code"] for m in other if "error" in m] == [-32700]  # JSON-RPC parse error
+    # no JSON: Parse error; JSON that is no request object (a batch, a string): Invalid Request
+    assert [m["error"]["code"] for m in other if "error" in m] == [-32700, -32600, -32600]
+    assert "batch" in other[1]["error"]["message"] and "string" in other[2]["error"]["message"]
