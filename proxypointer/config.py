@@ -56,8 +56,8 @@ DEFAULT_NOISE_TITLES: tuple[str, ...] = (
 
 
 def _check(ok: bool, where: str, message: str) -> None:
-    if not ok:
-        raise ConfigError(f"{where}: {message}")
+    if not ok:  # where is the key path ("retrieval.k"); "" at the top level of a file
+        raise ConfigError(f"{where}: {message}" if where else message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -799,8 +799,9 @@ def load_config(path: str | Path | None = None) -> ProxyPointerConfig:
         The validated config.
 
     Raises:
-        ConfigError: If the file is missing, is not valid YAML, expands too far through its
-            aliases (:mod:`proxypointer.yamltext`), or holds bad values.
+        ConfigError: If the file is missing, is not UTF-8, is not valid YAML, names a key
+            twice in one mapping or expands too far through its aliases
+            (:mod:`proxypointer.yamltext`), or holds bad values.
     """
     if path is None:
         return ProxyPointerConfig()
@@ -811,6 +812,9 @@ def load_config(path: str | Path | None = None) -> ProxyPointerConfig:
         text = p.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{p}: cannot read config ({err.strerror}); check the path") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+                          "save the config as UTF-8") from err
     return config_from_dict(load_yaml(text, str(p)), str(p))
 
 

@@ -55,6 +55,42 @@ def expanded_size(value: Any, limit: int = MAX_YAML_NODES) -> int:
     return size(value, 0)
 
 
+_LOADER: list[type] = []
+
+
+def _unique_key_loader() -> type:
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping.
+
+    PyYAML keeps the last of two equal keys without a word (``chunking:`` twice: the first
+    block is silently lost); a key merged in from an alias (``<<: *base``) and then written
+    again is an override, as YAML means it, and is allowed.
+    """
+    if _LOADER:
+        return _LOADER[0]
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.setdefault(key, key_node.start_mark.line)
+                    except TypeError:  # an unhashable key: PyYAML refuses it itself
+                        continue
+                    if first != key_node.start_mark.line:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"key {key!r} is written twice (first on line {first + 1})",
+                            key_node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    _LOADER.append(UniqueKeyLoader)
+    return UniqueKeyLoader
+
+
 def load_yaml(text: str, source: str) -> Any:
     """Parse YAML safely (``yaml.safe_load``) and refuse a document that expands too far.
 
@@ -66,13 +102,14 @@ def load_yaml(text: str, source: str) -> Any:
         The loaded value.
 
     Raises:
-        ConfigError: If the text is not valid YAML, or it expands to more than
+        ConfigError: If the text is not valid YAML, names a key twice in one mapping, or it
+            expands to more than
             :data:`MAX_YAML_NODES` values (aliases counted at each use).
     """
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         raise ConfigError(f"{source}: invalid YAML ({err})") from err
     if expanded_size(data) > MAX_YAML_NODES:

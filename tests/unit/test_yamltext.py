@@ -44,3 +44,23 @@ def test_an_alias_bomb_as_an_outline_is_refused(tmp_path):
     with pytest.raises(DocumentError, match="expands to more than"):
         load_outline(path)
 
+
+
+def test_a_key_written_twice_is_refused_and_a_merge_override_is_not(tmp_path):
+    # new-user trial: `chunking:` twice kept the last block without a word
+    cfg = tmp_path / "dup.yaml"
+    cfg.write_text("chunking: {chunk_tokens: 100}\nretrieval: {k: 3}\nchunking: {chunk_tokens: 50}\n")
+    with pytest.raises(ConfigError, match=r"dup.yaml: .*'chunking' is written twice \(first on line 1\)"):
+        load_config(cfg)
+    # a key merged from an anchor and then given again is YAML's override, not a repeat
+    assert load_yaml("base: &b {k: 3, hybrid: true}\nr:\n  <<: *b\n  k: 5\n", "t.yaml")["r"] == {"k": 5, "hybrid": True}
+
+
+def test_every_shipped_config_and_outline_names_each_key_once():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = [*root.glob("configs/**/*.yaml"), *root.glob("tests/gold_outlines*/*.yaml")]
+    assert files
+    for f in files:
+        load_yaml(f.read_text(encoding="utf-8"), str(f))
