@@ -35,6 +35,7 @@ from .arguments import StrictArguments, validation_detail
 from .common import Service
 from .errors import status_of
 from .security import Guard, bearer_token, is_loopback
+from .listening import check_port
 from .timeouts import uvicorn_options
 
 __all__ = ["create_app", "run_http"]
@@ -166,13 +167,15 @@ def run_http(
             the model is loaded, just before the server starts listening.
 
     Raises:
-        ConfigError: If ``host`` is not loopback and no bearer token is set.
+        ConfigError: If ``host`` is not loopback and no bearer token is set, or the address
+            cannot be bound (a port another server holds).
     """
     import uvicorn
 
     host = host or service.limits.host
     port = port or service.limits.port
     app = create_app(service, host=host)  # refuses a bad host before the model loads
+    check_port(host, port)  # a port another server holds: said now, not after "serving ..."
     started = service.warm_up()
     if ready is not None:
         shown = f"[{host}]" if ":" in host else host

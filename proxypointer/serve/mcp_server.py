@@ -36,6 +36,7 @@ from .arguments import strict_model
 from .common import MAX_LIST, Service
 from .errors import NotFound
 from .security import Guard, bearer_token, is_loopback
+from .listening import check_port
 from .timeouts import uvicorn_options
 
 __all__ = ["create_mcp_server", "run_mcp"]
@@ -208,7 +209,8 @@ def run_mcp(
         ready: Called with a one-line description once the model is loaded.
 
     Raises:
-        ConfigError: If ``http`` binds a non-loopback host and no bearer token is set.
+        ConfigError: If ``http`` binds a non-loopback host and no bearer token is set, or the
+            address cannot be bound (a port another server holds).
     """
     server = create_mcp_server(service)
     if not http:
@@ -230,6 +232,7 @@ def run_mcp(
     guarded = Guard(
         app, token=token, max_body_bytes=service.limits.max_body_bytes, check_host=token is None and is_loopback(host)
     )
+    check_port(host, port)  # a port another server holds: said now, not after "serving ..."
     started = service.warm_up()
     if ready is not None:
         shown = f"[{host}]" if ":" in host else host

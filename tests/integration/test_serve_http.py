@@ -422,3 +422,18 @@ def test_clients_that_send_part_of_a_request_are_disconnected(store, kind, path)
         with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             assert sock.recv(64).startswith(b"HTTP/1.1 ")
+
+
+@pytest.mark.parametrize("kind", [["http"], ["mcp", "--http"]])
+def test_a_port_another_server_holds_is_refused_before_serving_is_announced(store, kind):
+    # new-user trial: "serving http://127.0.0.1:8765 ..." was printed, then "address already in use"
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "proxypointer", "--store", str(store), "serve", *kind,
+                            "--port", str(port)], capture_output=True, text=True, timeout=300, env=server_env())
+    assert p.returncode == 1 and p.stderr.startswith(f"error: 127.0.0.1:{port}: cannot listen there"), p.stderr
+    assert "--port" in p.stderr and "serving" not in p.stderr and "Traceback" not in p.stderr
