@@ -53,7 +53,7 @@ from .records import encode_record, tree_to_json
 from .registry import Registry
 from .store import ChromaStore, chunk_metadata
 from .tokenizer import line_token_counts
-from .tree import build_tree, split_lines
+from .tree import DocumentTree, build_tree, split_lines
 
 if TYPE_CHECKING:
     from .embedding import Embedder
@@ -375,9 +375,21 @@ def prepare_document(
         tree_json=tree_to_json(tree),
         text=text,
         pages=read.pages,
-        warnings=read.warnings,
+        warnings=(*read.warnings, *_space_heading_note(path or doc_id, tree, lines)),
         line_tokens=line_tokens,
     )
+
+
+def _space_heading_note(name: str, tree: DocumentTree, lines: list[str]) -> tuple[str, ...]:
+    """A note for lines written ``##`` + no-break space + title that stayed text (issue 32)."""
+    from .treecheck import unread_space_headings
+
+    spaced = unread_space_headings(tree, lines)
+    if not spaced:
+        return ()
+    shown = ", ".join(map(str, spaced[:5])) + (", ..." if len(spaced) > 5 else "")
+    return (f"{name}: {len(spaced)} line(s) start like a heading but a no-break space follows the '#'s "
+            f"(lines {shown}): indexed as text, not sections; write a plain space after the '#'s",)
 
 
 def parse_file(

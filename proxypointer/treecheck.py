@@ -28,6 +28,7 @@ __all__ = [
     "check_tree",
     "tree_outline",
     "tree_to_pageindex",
+    "unread_space_headings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -164,6 +165,17 @@ def tree_outline(tree: DocumentTree) -> str:
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
+def unread_space_headings(tree: DocumentTree, lines: list[str]) -> list[int]:
+    """Lines written as headings with a no-break (or other Unicode) space after the ``#``s that are no headings.
+
+    CommonMark reads ``##`` + U+00A0 + title as text; in converter output the
+    ``tree.space_headings`` rule makes such lines headings, elsewhere they stay text and are
+    returned here (1-based, outside fenced code) for ``tree --check`` and ingest's note.
+    """
+    starts = {n.start_line for n in tree.nodes if n.kind == "heading"}
+    return [ln for ln in _space_headings(lines) if ln not in starts]
+
+
 def _space_headings(lines: list[str]) -> list[int]:
     """1-based lines, outside fenced code, that are headings but for the space after ``#``."""
     out, fence = [], ""
@@ -286,8 +298,7 @@ def check_tree(
     if report is not None and report.converter_output:
         found.append(_rules_note(report))
 
-    starts = {n.start_line for n in headings}
-    spaced = [ln for ln in _space_headings(lines) if ln not in starts]  # the converter rule took the rest
+    spaced = unread_space_headings(tree, lines)
     if spaced:
         shown = ", ".join(map(str, spaced[:10])) + (", ..." if len(spaced) > 10 else "")
         found.append(TreeWarning(

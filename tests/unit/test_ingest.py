@@ -488,3 +488,15 @@ def test_a_damaged_cached_embedding_is_encoded_again_not_written(tmp_path, make_
     rep = index.ingest([src.parent], show_progress=False)
     assert rep.indexed == 1 and rep.embedded >= 2  # the damaged text is encoded again with the new one
     assert np.allclose(reg.embeddings.get(model, [key])[key], good, atol=1e-6) and index.check().ok
+
+
+def test_a_heading_written_with_a_no_break_space_is_noted_where_it_stays_text(tmp_path, make_index):
+    # new-user trial: hand-written markdown with "##" + U+00A0 fell back to text without a word at ingest
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "manual.md").write_text("# Manual\n\nIntro.\n\n##\u00a0Installation\n\nRun the installer.\n")
+    (docs / "converted.md").write_text(  # converter output (page markers): the rule makes it a heading
+        "<!-- page 1 -->\n\n# Manual\n\nIntro.\n\n##\u00a0Installation\n\nRun the installer.\n")
+    rep = make_index().ingest([docs], show_progress=False)
+    notes = [m for p, m in rep.notes if "no-break space" in m]
+    assert len(notes) == 1 and "manual.md" in notes[0] and "(lines 5)" in notes[0]
