@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,7 +268,12 @@ def _collision_message(loser: SourceFile, winner: SourceFile) -> str:
         cure = "ingest their folder instead (ids then keep the folder names), or rename one"
     else:
         cure = "rename one of them"
+    lost, won = loser.path, winner.path
+    if lost != won and unicodedata.normalize("NFC", lost) == unicodedata.normalize("NFC", won):
+        # the same name in two Unicode forms prints the same: show the difference
+        lost, won = (p.encode("ascii", "backslashreplace").decode("ascii") for p in (lost, won))
+        cure = "the names differ only in Unicode normal form (NFC and NFD); remove or rename one"
     return (
-        f"{loser.path}: doc_id {loser.doc_id!r} is already the id of {winner.path}; not indexed "
+        f"{lost}: doc_id {loser.doc_id!r} is already the id of {won}; not indexed "
         f"(two files cannot share a doc_id); {cure}"
     )

@@ -108,3 +108,17 @@ def test_a_file_given_directly_keeps_the_id_it_got_from_its_folder(tmp_path, mak
     assert not report.failed and report.indexed == 1
     assert [r.doc_id for r in index.registry.documents()] == ["policies/leave"]
 
+
+
+@needs_bytes_names  # macOS file systems keep one of the two names
+def test_two_files_whose_names_differ_only_in_normal_form_are_told_apart(tmp_path):
+    # new-user trial: "doc_id 'Café-menu' is already the id of .../Café-menu.md" named two
+    # paths that print alike; the message shows the difference
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in (NFC, NFD):
+        (folder / f"{name}.md").write_text("# Menu\n\nSoup.\n", encoding="utf-8")
+    found = discover([folder], {".md"})
+    assert len(found.files) == 1 and len(found.failed) == 1
+    message = found.failed[0][1]
+    assert "\\u0301" in message and "\\xe9" in message and "Unicode normal form" in message
