@@ -46,7 +46,7 @@ from .readers import Reader
 if TYPE_CHECKING:
     from .pipeline import Index
 
-__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "run_ingest"]
+__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "INGEST_BAR_DELAY_S", "run_ingest"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,11 @@ EMBED_GROUP_BATCHES = 8
 #: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
 #: (a 10-K's markdown is ~0.4 MB), and each call starts ``pdf.workers`` JVMs (~1 s each).
 BATCH_READ_FILES = 64
+
+
+#: Seconds before the ingest bar is first drawn (tqdm's ``delay``): an ingest that finds every
+#: file unchanged (or none) ends before it, with its one-line summary and no empty bar.
+INGEST_BAR_DELAY_S = 1.0
 
 
 class _Run:
@@ -76,7 +81,9 @@ class _Run:
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
         self.docs_done = 0
-        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress)
+        # shown after a second: a run with nothing to embed prints its summary line alone
+        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress,
+                                delay=INGEST_BAR_DELAY_S)
 
     def doc_done(self, n: int = 1) -> None:
         self.docs_done += n
