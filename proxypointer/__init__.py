@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
+from ._version import __version__ as __version__
 from .config import ProxyPointerConfig, load_config
 from .errors import (
     ConfigError,
@@ -27,12 +29,11 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
-    from .pipeline import Index
-    from .retrieval import Retriever, Section
-    from .tree import DocumentTree, Node
+    from .chunk.chunker import Chunk
+    from .index import Index
+    from .retrieve.retriever import Retriever, Section
+    from .tree.build import DocumentTree, Node
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Chunk",
@@ -55,15 +56,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Chunk": "chunking",
-    "Index": "pipeline",
-    "Retriever": "retrieval",
-    "Section": "retrieval",
-    "DocumentTree": "tree",
-    "Node": "tree",
+    "Chunk": "chunk.chunker",
+    "Index": "index",
+    "Retriever": "retrieve.retriever",
+    "Section": "retrieve.retriever",
+    "DocumentTree": "tree.build",
+    "Node": "tree.build",
 }
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+_moved.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """Answers with citations through any OpenAI-compatible chat endpoint.
 
 retrieve -> deliver the whole sections that fit a context budget in model tokens
-(:meth:`~proxypointer.context.Assembler.pack`) as blocks ``[1]..[n]``, each headed by its
+(:meth:`~proxypointer.retrieve.context.Assembler.pack`) as blocks ``[1]..[n]``, each headed by its
 citation and breadcrumb -> ask the model to answer only from them and cite blocks by number ->
 parse the reply into the answer plus the blocks actually cited. A number that matches no block is
 reported in :attr:`Answer.invalid_citations` and never turned into a citation.
@@ -27,15 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .chunk.datauri import replace_data_uris
 from .config import LLMConfig
-from .context import Assembler, ContextBlock
-from .conversation import Turn, contextual_query
-from .datauri import replace_data_uris
-from .delivery import format_outline
 from .errors import ConfigError, LLMError, MissingDependencyError
+from .retrieve.context import Assembler, ContextBlock
+from .retrieve.conversation import Turn, contextual_query
+from .retrieve.delivery import format_outline
 
 if TYPE_CHECKING:
-    from .retrieval import Retriever, Section
+    from .retrieve.retriever import Retriever, Section
 
 __all__ = [
     "Answer",
@@ -203,7 +203,7 @@ def format_block(number: int, block: ContextBlock) -> str:
     shown as a short placeholder (``[image: alt]``, shared case 31): the model cannot read them
     and they would fill its context. A section delivered without its subsections (a big one,
     ``retrieval.subtree_cap_tokens``) is followed by their titles and citations
-    (:func:`~proxypointer.delivery.format_outline`), under ``Subsections not shown:``.
+    (:func:`~proxypointer.retrieve.delivery.format_outline`), under ``Subsections not shown:``.
     """
     text = replace_data_uris(block.text)
     out = f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{text}"
@@ -271,7 +271,7 @@ class Context:
     Attributes:
         question: The question as asked.
         query: The text actually searched (differs for a follow-up; see
-            :func:`~proxypointer.conversation.contextual_query`).
+            :func:`~proxypointer.retrieve.conversation.contextual_query`).
         blocks: Blocks ``[1]..[n]``, best first, within the context budget.
 
     """
@@ -365,7 +365,7 @@ class Answerer:
             model's tokenizer (no special tokens; :data:`DEFAULT_CONTEXT_TOKENS`): sections are
             shown whole, lower-ranked ones that would exceed it are left out, and the first is
             always shown, cut to the budget if it alone exceeds it
-            (:meth:`~proxypointer.context.Assembler.pack`).
+            (:meth:`~proxypointer.retrieve.context.Assembler.pack`).
 
     Example:
         >>> a = Answerer(Retriever(index)).answer("What is the notice period?")  # doctest: +SKIP
@@ -429,7 +429,7 @@ class Answerer:
 
         With ``llm.rewrite_followups`` and a chat model, the model's standalone question
         (falling back to the built query, with a warning, if the endpoint fails); otherwise
-        :func:`~proxypointer.conversation.contextual_query`.
+        :func:`~proxypointer.retrieve.conversation.contextual_query`.
         """
         if not history:
             return question

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
-from .datauri import replace_data_uris
+from ._version import __version__
+from .chunk.datauri import replace_data_uris
 from .errors import ProxyPointerError
 
 __all__ = ["main"]
@@ -309,19 +309,19 @@ def _index(args: argparse.Namespace, *, one_query: bool = False):
     ``one_query``: the process embeds a single query, so the embedder does not build its
     traced query encoder (~1 s that only pays back over many queries).
     """
-    from .pipeline import Index
+    from .index import Index
 
     config = _config(args)
     if not one_query:
         return Index(args.store, config)
-    from .embedding import SentenceTransformerEmbedder
+    from .embed.embedder import SentenceTransformerEmbedder
 
     return Index(args.store, config, SentenceTransformerEmbedder(config.embedding, trace_query=False))
 
 
 def _open_index(args: argparse.Namespace):
     """Open the existing store named by ``--store`` (StoreNotFoundError if there is none)."""
-    from .pipeline import Index
+    from .index import Index
 
     return Index.open(args.store, _config(args))
 
@@ -332,7 +332,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return 2
     index = _index(args)
     if args.engine == "ray":
-        from .distributed import ray_ingest  # Ray itself loads only now
+        from .ingest.ray import ray_ingest
 
         report = ray_ingest(
             index,
@@ -364,7 +364,7 @@ def _retriever(args: argparse.Namespace):
     The store is never created here (``Retriever.require_store`` raises StoreNotFoundError).
     """
     from .errors import ConfigError
-    from .retrieval import Retriever, check_query
+    from .retrieve.retriever import Retriever, check_query
 
     try:
         check_query(args.question)
@@ -383,12 +383,12 @@ def _retriever(args: argparse.Namespace):
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from .delivery import format_outline
+    from .retrieve.delivery import format_outline
 
     retriever = _retriever(args)
     index = retriever.index
     if args.refs or index.config.retrieval.follow_references:
-        from .references import ReferenceFollower
+        from .retrieve.references import ReferenceFollower
 
         sections = ReferenceFollower(retriever).retrieve(
             args.question, k=args.k, doc_ids=args.doc, source_prefix=args.prefix
@@ -426,7 +426,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .answer import Answerer, format_context
-    from .conversation import Session, Turn
+    from .retrieve.conversation import Session, Turn
 
     retriever = _retriever(args)
     index = retriever.index
@@ -486,9 +486,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .pages import stored_page_map
-    from .readers import default_readers, read_bytes
-    from .tree import build_tree, explain_headings, split_lines
+    from .lines import split_lines
+    from .read.readers import default_readers, read_bytes
+    from .tree.build import build_tree, explain_headings
+    from .tree.pages import stored_page_map
 
     cfg = _config(args)
     fmt = "json" if args.json else (args.format or "outline")
@@ -511,7 +512,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             status = max(status, _print_gold(f, args.gold, tree, page_span, pages, args.json))
             continue
         if args.check:
-            from .treecheck import TreeWarning, check_tree
+            from .tree.check import TreeWarning, check_tree
 
             lines = split_lines(text)
             report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
@@ -563,13 +564,13 @@ def _cmd_tree(args: argparse.Namespace) -> int:
                 )
             )
         elif fmt == "pageindex":
-            from .treecheck import tree_to_pageindex
+            from .tree.check import tree_to_pageindex
 
             doc = tree_to_pageindex(tree)
             doc["doc_name"] = path.name
             print(json.dumps(doc, indent=2, ensure_ascii=False))
         else:
-            from .treecheck import tree_outline
+            from .tree.check import tree_outline
 
             if pages is None:
                 print(f"{f} ({tree.line_count} lines)")
@@ -585,8 +586,8 @@ def _cmd_tree(args: argparse.Namespace) -> int:
 def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int:  # noqa: ANN001
     """Print a tree's accuracy against a gold outline; 0, or 1 when the gold cannot be read."""
     from .errors import ProxyPointerError
-    from .outline import load_outline, pdf_outline
-    from .treescore import score_tree
+    from .eval.trees import score_tree
+    from .tree.outline import load_outline, pdf_outline
 
     if gold == "bookmarks" and not f.lower().endswith(".pdf"):
         print(f"error: {f}: --gold bookmarks scores a PDF against its own bookmarks; give a PDF or an "
@@ -623,7 +624,7 @@ def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int
 
 
 def _print_refs(f: str, tree, lines: list[str], as_json: bool) -> None:  # noqa: ANN001
-    from .references import detect_references
+    from .tree.references import detect_references
 
     refs = detect_references(tree, lines)
     if as_json:
@@ -694,7 +695,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    from .retrieval import Retriever
+    from .retrieve.retriever import Retriever
 
     index = _open_index(args)
     # a citation's form names the document too (`employee-handbook.md` for `employee-handbook`)
@@ -736,8 +737,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from .config import load_config
     from .errors import ConfigError
-    from .evalrun import EvalSettings, run_evaluation, system_specs
-    from .evaluation import load_benchmark, plot_budgets, to_markdown
+    from .eval.benchmark import load_benchmark, plot_budgets, to_markdown
+    from .eval.harness import EvalSettings, run_evaluation, system_specs
 
     try:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
@@ -783,7 +784,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from .serve import run_http, run_mcp
-    from .serve.common import Service
+    from .serve.service import Service
 
     service = Service(args.store, _config(args), allow_write=getattr(args, "allow_write", False))
 
@@ -803,7 +804,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _convert_targets(args: argparse.Namespace) -> list[tuple[Path, Path]]:
     """(PDF, output .md) pairs for `convert`; refuses two PDFs writing one file."""
     from .errors import ConfigError
-    from .pdf import find_pdfs
+    from .read.pdf import find_pdfs
 
     pairs: list[tuple[Path, Path]] = []
     out = Path(args.output) if args.output else None
@@ -828,7 +829,7 @@ def _convert_targets(args: argparse.Namespace) -> list[tuple[Path, Path]]:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .pdf import convert_pdfs, converter_from_config
+    from .read.pdf import convert_pdfs, converter_from_config
 
     cfg = load_config(args.config).pdf
     workers = args.workers if args.workers is not None else cfg.workers
@@ -839,7 +840,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if not pairs:
         print("error: no PDF files found in the given paths", file=sys.stderr)
         return 1
-    from .readers import PDFReader
+    from .read.readers import PDFReader
 
     converter = converter_from_config(cfg, workers)
     batch = convert_pdfs([p for p, _ in pairs], converter, workers=workers, show_progress=not args.quiet)

@@ -604,14 +604,14 @@ class PDFConfig:
             (``pdf.AUTO_HEAP_MB``).
         bookmarks: Use the PDF's bookmarks (its outline) as its tree: each entry becomes a
             heading on its page, at its depth, and the headings the converter found nest
-            below it (:mod:`proxypointer.outlinetext`). Off: the converter's headings alone.
+            below it (:mod:`proxypointer.tree.outlinetext`). Off: the converter's headings alone.
         contents: For a PDF without bookmarks, read its printed table of contents (entries
             ending in page numbers) and make each entry a heading where a line of its title
-            lies on its page (:mod:`proxypointer.contents`).
+            lies on its page (:mod:`proxypointer.tree.contents`).
         heading_styles: Write each heading's level from the rank of its font (larger type
             first; at one size, the style with fewer headings first), read from the
             converter's JSON output, so that the tree nests a filing's subsections
-            (:mod:`proxypointer.headingstyles`). Off: the converter's levels as written.
+            (:mod:`proxypointer.tree.headingstyles`). Off: the converter's levels as written.
     """
 
     converter: str = "opendataloader"
@@ -661,7 +661,7 @@ class ServeConfig:
         ingest_roots: Folders whose files ``POST /ingest`` may read (``--allow-write`` only);
             empty: ``POST /ingest`` is refused.
         preload: At start, read the store's files once so that the first requests find them
-            in the OS page cache (:meth:`~proxypointer.pipeline.Index.preload`; at 1M chunks
+            in the OS page cache (:meth:`~proxypointer.index.Index.preload`; at 1M chunks
             the first pass over new questions from a cold page cache was 3-4x slower at p95
             without, docs/benchmarks.md).
         preload_max_mb: Most megabytes (10^6 bytes) read by ``preload``; 0: half of the

@@ -158,7 +158,7 @@ def make_embedder(cfg: dict[str, Any], quantize_int8: bool = False):
 
         return HashingEmbedder()
     from proxypointer.config import EmbeddingConfig
-    from proxypointer.embedding import SentenceTransformerEmbedder
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(
         EmbeddingConfig(model=cfg["model"], batch_size=cfg["batch_size"]), quantize_int8=quantize_int8
@@ -195,9 +195,10 @@ def copy_corpus(files: list[Path], dest: Path) -> Path:
 
 def chunk_texts(files: list[Path], config, tokenizer) -> tuple[list[str], int]:
     """Unique embed texts (first-seen order) and their total tokens, as ingest makes them."""
-    from proxypointer.chunking import TokenCountCache, chunk_document
-    from proxypointer.readers import read_document
-    from proxypointer.tree import build_tree, split_lines
+    from proxypointer.chunk.chunker import TokenCountCache, chunk_document
+    from proxypointer.lines import split_lines
+    from proxypointer.read.readers import read_document
+    from proxypointer.tree.build import build_tree
 
     counter = TokenCountCache(tokenizer)
     seen: dict[str, int] = {}
@@ -266,10 +267,11 @@ def phase_cli(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 
 def phase_chunking(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     """Read + tree + chunking with the model's tokenizer, no embedding: the CPU cost we add."""
-    from proxypointer.chunking import TokenCountCache, chunk_document
-    from proxypointer.readers import read_document
-    from proxypointer.tokenizer import load_tokenizer
-    from proxypointer.tree import build_tree, split_lines
+    from proxypointer.chunk.chunker import TokenCountCache, chunk_document
+    from proxypointer.embed.tokenizer import load_tokenizer
+    from proxypointer.lines import split_lines
+    from proxypointer.read.readers import read_document
+    from proxypointer.tree.build import build_tree
 
     config = pp_config(cfg)
     tok = load_tokenizer(config.embedding.model)
@@ -315,8 +317,8 @@ def phase_chunking(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 
 
 def phase_ingest(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     corpus = rel(cfg["corpus"])
     files = doc_files(corpus, cfg["ingest"]["docs"])
@@ -377,7 +379,7 @@ def phase_ingest(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
 
 
 def phase_reingest(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     corpus = rel(cfg["corpus"])
     files = doc_files(corpus, cfg["reingest"]["docs"])
@@ -452,8 +454,8 @@ def phase_langchain(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
     from transformers import AutoTokenizer
 
-    from proxypointer.embedding import SentenceTransformerEmbedder
-    from proxypointer.tokenizer import resolve_model_path
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
+    from proxypointer.embed.tokenizer import resolve_model_path
 
     corpus = rel(cfg["corpus"])
     files = doc_files(corpus, cfg["ingest"]["docs"])
@@ -560,9 +562,9 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
     ingest leaves a real store of that size. Stored sources are shared (content-addressed).
     Reused when ``dest/bench-manifest.json`` matches.
     """
-    from proxypointer.records import encode_record, lexical_text
-    from proxypointer.registry import Registry
-    from proxypointer.store import ChromaStore
+    from proxypointer.store.chroma import ChromaStore
+    from proxypointer.store.records import encode_record, lexical_text
+    from proxypointer.store.registry import Registry
 
     config = pp_config(cfg)
     seed_reg = Registry(seed)
@@ -584,7 +586,7 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
             seed_reg.close()
             # A store built before the registry kept chunk record copies gets them here, the
             # way a user's store does on its next ingest.
-            from proxypointer.pipeline import Index
+            from proxypointer.index import Index
 
             t = time.perf_counter()
             with Index(dest, config) as index:
@@ -710,8 +712,8 @@ def build_scale_store(cfg: dict[str, Any], seed: Path, size: int, dest: Path, le
 
 
 def phase_query(cfg: dict[str, Any], work: Path, size: int, lean: bool = False) -> dict[str, Any]:
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     qc = cfg["query"]
     seed = rel(qc["seed_store"]) if qc["seed_store"] else work / "ingest-store"
@@ -848,9 +850,9 @@ def phase_quantized(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     """int8 dynamic quantisation: encode speed and retrieval quality within each paper."""
     if cfg["model"] == "hashing":
         return {"skipped": "model is the hashing fake"}
-    from proxypointer.evaluation import Unit, hit_at, load_benchmark, reciprocal_rank
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.eval.benchmark import Unit, hit_at, load_benchmark, reciprocal_rank
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     qc = cfg["quantized"]
     corpus = rel(cfg["corpus"])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from proxypointer.embedding import SentenceTransformerEmbedder
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -48,7 +48,7 @@ FORMS = (
 def _queries(store: Path, n: int) -> list[str]:
     """``n`` distinct questions built from the section titles of the store."""
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     titles: list[str] = []
     with Index(store, ProxyPointerConfig()) as index:
@@ -75,8 +75,8 @@ def _stats(latencies: list[float], wall: float) -> dict[str, float]:
 
 def _in_process(store: Path, queries: list[str]) -> dict[str, float]:
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     with Index(store, ProxyPointerConfig()) as index:
         retriever = Retriever(index)
@@ -147,7 +147,7 @@ def main() -> int:
     store = args.store
     if store is None:
         from proxypointer.config import ProxyPointerConfig
-        from proxypointer.pipeline import Index
+        from proxypointer.index import Index
 
         store = Path(tmp.name) / "store"
         with Index(store, ProxyPointerConfig()) as index:

@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from proxypointer._markdown import parse_blocks
-from proxypointer.readers import read_document
-from proxypointer.tree import build_tree
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.markdown import parse_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {"qasper-train": "bench/qasper-train/docs", "long_docs": "bench/long_docs"}

@@ -1,7 +1,7 @@
 """Embed an experiment's document texts elsewhere (a GPU machine) and load them into the eval cache.
 
 The harness keeps every document vector in ``<cache>/vectors.sqlite`` by model and text
-(``proxypointer.evalrun.VectorCache``); a store whose texts are all there is filled without
+(``proxypointer.eval.harness.VectorCache``); a store whose texts are all there is filled without
 running the model. This script moves the embedding of a large experiment (FinanceBench: ~115k
 chunks, hours on 2 shared CPU cores) to another machine that has sentence-transformers and
 the model folder, and brings the float32 vectors back, exact up to floating-point summation
@@ -68,10 +68,10 @@ def collect(args: argparse.Namespace) -> int:
     import yaml
 
     from proxypointer.config import config_from_dict
-    from proxypointer.embedding import SentenceTransformerEmbedder
-    from proxypointer.evalrun import VectorCache, settings_from_dict, store_folder, system_specs
-    from proxypointer.evaluation import load_benchmark
-    from proxypointer.pipeline import Index
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
+    from proxypointer.eval.benchmark import load_benchmark
+    from proxypointer.eval.harness import VectorCache, settings_from_dict, store_folder, system_specs
+    from proxypointer.index import Index
 
     texts: dict[str, None] = {}
     for cfg_path in args.config:
@@ -96,8 +96,8 @@ def collect(args: argparse.Namespace) -> int:
                 index = Index(store_folder(spec, bench, tmp, real.name), spec.config, rec)
                 index.ingest(sorted(bench.paths.values()))
                 if args.titles:
-                    from proxypointer.chunking import breadcrumb_text
-                    from proxypointer.evalrun import build_tree_cached
+                    from proxypointer.chunk.chunker import breadcrumb_text
+                    from proxypointer.eval.harness import build_tree_cached
 
                     for doc_id, text in bench.texts.items():
                         tree = build_tree_cached(text, doc_id, spec.config, paged=doc_id in bench.pages)
@@ -154,8 +154,8 @@ def ship(args: argparse.Namespace) -> int:
 
 def load(args: argparse.Namespace) -> int:
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.embedding import SentenceTransformerEmbedder
-    from proxypointer.evalrun import VectorCache
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
+    from proxypointer.eval.harness import VectorCache
 
     texts = read_texts(Path(args.texts))
     parts: dict[int, Path] = {}

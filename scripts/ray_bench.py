@@ -97,8 +97,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.distributed import ray_ingest
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
+    from proxypointer.ingest.ray import ray_ingest
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-bench-"))
     chroma, port = start_chroma(tmp / "chroma")

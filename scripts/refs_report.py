@@ -22,9 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from proxypointer.readers import read_document
-from proxypointer.references import detect_references, label_index, reference_graph
-from proxypointer.tree import build_tree, split_lines
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.references import detect_references, label_index, reference_graph
 
 
 def _files(folder: Path) -> list[Path]:

@@ -15,7 +15,7 @@ weights, delivery policies for big sections. Candidates are the ``CANDIDATES`` t
 for them are the check that the lab ranks as the library does; corpus scope here is an exact
 search, the harness's an HNSW one).
 
-Metrics are the harness's (``proxypointer.evaluation``): hit@1/3/5, MRR@10, tokens@5 (word
+Metrics are the harness's (``proxypointer.eval.benchmark``): hit@1/3/5, MRR@10, tokens@5 (word
 pieces of the first five delivered units), budget_hit@500..4000, 95% document-bootstrap
 intervals and paired differences against ``--ref``. Written to ``--out``: results.json
 (per-question values too), results.md, and with ``--explain`` explain.jsonl (per question:
@@ -41,11 +41,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proxypointer.chunking import breadcrumb_text  # noqa: E402
-from proxypointer.config import ProxyPointerConfig, config_from_dict, config_to_dict  # noqa: E402
-from proxypointer.context import cut_to_tokens, pack_windows  # noqa: E402
-from proxypointer.evalrun import DEFAULT_TEMPLATES, SystemSpec, VectorCache, store_folder  # noqa: E402
-from proxypointer.evaluation import (  # noqa: E402
+from proxypointer.chunk.chunker import breadcrumb_text
+from proxypointer.config import ProxyPointerConfig, config_from_dict, config_to_dict
+from proxypointer.eval.benchmark import (
     Benchmark,
     EvidenceSpan,
     bootstrap_interval,
@@ -53,9 +51,12 @@ from proxypointer.evaluation import (  # noqa: E402
     load_benchmark,
     paired_difference,
 )
-from proxypointer.ranking import LexicalIndex, fuse_rrf, rank_sections  # noqa: E402
-from proxypointer.store import Hit  # noqa: E402
-from proxypointer.tree import DocumentTree, build_tree, slice_lines, split_lines  # noqa: E402
+from proxypointer.eval.harness import DEFAULT_TEMPLATES, SystemSpec, VectorCache, store_folder
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.retrieve.context import cut_to_tokens, pack_windows
+from proxypointer.retrieve.ranking import LexicalIndex, fuse_rrf, rank_sections
+from proxypointer.store.chroma import Hit
+from proxypointer.tree.build import DocumentTree, build_tree
 
 logger = logging.getLogger("retrieval_lab")
 
@@ -273,7 +274,7 @@ class Store:
 
 
 def load_store(name: str, bench: Benchmark, base: ProxyPointerConfig, cache: str, embedder: Any) -> Store:
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     cfg = config_from_dict(_merge(config_to_dict(base), STORES[name]), f"store {name}")
     spec = SystemSpec(name, "dense", cfg, True)
@@ -525,7 +526,7 @@ class Lab:
         return out
 
     def _label_first(self, query: str, qv: np.ndarray, ranked: list[Hit]) -> list[Hit]:
-        from proxypointer.references import DocumentReferences
+        from proxypointer.tree.references import DocumentReferences
 
         if not ranked:
             return ranked
@@ -653,7 +654,7 @@ def _gold_sections(st: Store, doc: str, spans: Sequence[EvidenceSpan]) -> list[s
 
 def run(args: argparse.Namespace, embedder: Any = None) -> dict[str, Any]:
     """Run the candidates of ``args`` (see :func:`main`); returns the result written to ``args.out``."""
-    from proxypointer.embedding import SentenceTransformerEmbedder
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
     data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
     base = config_from_dict(data.get("pipeline"), f"{args.config}: pipeline")

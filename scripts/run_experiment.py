@@ -4,7 +4,7 @@ Usage:
     .venv/bin/python scripts/run_experiment.py configs/experiments/qasper-dev.yaml
         [--limit-docs N] [--systems a,b] [--scopes doc,corpus] [--out DIR] [--ingest-only] [--int8]
 
-The YAML holds the evaluation settings (proxypointer.evalrun.EvalSettings), ``pipeline`` (the
+The YAML holds the evaluation settings (proxypointer.eval.harness.EvalSettings), ``pipeline`` (the
 proxypointer system's config) and optional ``variants`` (name -> base, pipeline overrides,
 assemble). Written: results.json, results.md, budget_hit.png and a copy of the config with the
 resolved pipeline config beside them. ``--int8`` runs every dense system with the model's
@@ -45,12 +45,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from proxypointer.config import config_from_dict, config_to_dict
     from proxypointer.errors import ProxyPointerError
-    from proxypointer.evalrun import ingest_systems, run_evaluation, settings_from_dict, system_specs
-    from proxypointer.evaluation import load_benchmark
+    from proxypointer.eval.benchmark import load_benchmark
+    from proxypointer.eval.harness import ingest_systems, run_evaluation, settings_from_dict, system_specs
 
     path = Path(args.config)
     if args.merge:
-        from proxypointer.evalrun import merge_results
+        from proxypointer.eval.harness import merge_results
 
         result = merge_results([json.loads(Path(f).read_text()) for f in args.merge])
         write_results(Path(args.out or ROOT / "results" / f"{path.stem}-merged"), path, result)
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                                conversion_cache=Path(settings.cache) / "converted", show_progress=not args.quiet)
         embedder = None
         if args.int8:
-            from proxypointer.embedding import SentenceTransformerEmbedder
+            from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
             embedder = SentenceTransformerEmbedder(pipeline.embedding, quantize_int8=True)
         if args.ingest_only:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_results(out: Path, config_path: Path, result: dict, resolved: dict | None = None) -> None:
     """Write the experiment config, results.json/.md, the budget plot (and the resolved config) to ``out``."""
-    from proxypointer.evaluation import plot_budgets, to_markdown
+    from proxypointer.eval.benchmark import plot_budgets, to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(config_path, out / config_path.name)

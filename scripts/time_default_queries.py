@@ -28,11 +28,11 @@ def main() -> int:
     args = ap.parse_args()
 
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.embedding import SentenceTransformerEmbedder
-    from proxypointer.evalrun import SystemSpec, store_folder
-    from proxypointer.evaluation import load_benchmark
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
+    from proxypointer.eval.benchmark import load_benchmark
+    from proxypointer.eval.harness import SystemSpec, store_folder
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     cfg = ProxyPointerConfig()
     bench = load_benchmark(args.benchmark, config=cfg)

@@ -1,4 +1,4 @@
-"""Tree accuracy of PDFs against gold outlines (proxypointer.treescore), one row per document.
+"""Tree accuracy of PDFs against gold outlines (proxypointer.eval.trees), one row per document.
 
 Usage:
     .venv/bin/python scripts/tree_accuracy.py PDF_DIR --gold bookmarks [--bookmarks off]
@@ -8,7 +8,7 @@ Usage:
 out); run it with ``--bookmarks off`` to score the tree built without them, as a PDF without
 bookmarks would get. ``--gold DIR`` scores each PDF that has ``DIR/<doc_id>.yaml`` (or
 ``.json``). ``--markdown DIR`` scores ``DIR/<doc_id>.md`` instead of converting the PDF: markdown
-from another converter, with page markers of a style ``proxypointer.pages`` reads, built into a
+from another converter, with page markers of a style ``proxypointer.tree.pages`` reads, built into a
 tree as markdown input is. Conversions are kept in ``--cache`` (default: the eval harness's), so a second run
 converts nothing. Prints a markdown table: per document recall, nesting and unsupported
 headings, then the pooled figures (sums over documents) and the means over documents.
@@ -40,11 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     from proxypointer.config import ProxyPointerConfig, load_config
-    from proxypointer.outline import load_outline, pdf_outline
-    from proxypointer.pages import page_map, stored_page_map
-    from proxypointer.readers import PDFReader
-    from proxypointer.tree import build_tree, split_lines
-    from proxypointer.treescore import score_tree
+    from proxypointer.eval.trees import score_tree
+    from proxypointer.lines import split_lines
+    from proxypointer.read.readers import PDFReader
+    from proxypointer.tree.build import build_tree
+    from proxypointer.tree.outline import load_outline, pdf_outline
+    from proxypointer.tree.pages import page_map, stored_page_map
 
     cfg = load_config(args.config) if args.config else ProxyPointerConfig()
     pdf_cfg = dataclasses.replace(cfg.pdf, bookmarks=args.bookmarks == "on")

@@ -25,8 +25,9 @@ from collections import Counter
 from pathlib import Path
 
 from proxypointer.config import TreeConfig
-from proxypointer.readers import read_document
-from proxypointer.tree import explain_headings, split_lines
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import explain_headings
 
 ROOT = Path(__file__).resolve().parents[1]
 

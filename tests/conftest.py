@@ -46,7 +46,7 @@ def fake_embedder():
 def make_index(tmp_path, fake_embedder):
     """Factory: ``make_index(config=None, store=None)`` -> an Index on a temp store."""
     from proxypointer.config import ProxyPointerConfig
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     made = []
 

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from proxypointer.tokenizer import load_tokenizer
+from proxypointer.embed.tokenizer import load_tokenizer
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = {"the", "a", "an", "of", "to", "is", "in", "and", "or", "for", "on", "it", "be", "are", "do", "i",
@@ -62,14 +62,14 @@ class HashingEmbedder:
 class FakePDFConverter:
     """A PDF converter without Java: returns the markdown a test gave for each file name.
 
-    Subclasses ``proxypointer.pdf.PDFConverter`` (built on first use, so that importing this
+    Subclasses ``proxypointer.read.pdf.PDFConverter`` (built on first use, so that importing this
     module stays light); the PDFs themselves must be real (pypdf counts their pages first).
     ``calls`` lists the file names of each ``convert_group`` call: a spy on conversions.
     """
 
     def __new__(cls, outputs: dict[str, str], version: str = "1.0"):
-        from proxypointer.pages import BUILTIN_STYLES
-        from proxypointer.pdf import PDFConverter
+        from proxypointer.read.pdf import PDFConverter
+        from proxypointer.tree.pages import BUILTIN_STYLES
 
         class _Fake(PDFConverter):
             name = "fake-converter"

@@ -142,7 +142,7 @@ def write_bookmarked(path: Path, bookmarks: list[tuple[str, int, int]] | None = 
 
 #: A handbook set in three heading styles: a chapter in 18 pt bold, a section in 12 pt bold
 #: italic (2 of them) and a subsection in 12 pt bold (4): at one size, the style with fewer
-#: headings is the higher level (proxypointer.headingstyles).
+#: headings is the higher level (proxypointer.tree.headingstyles).
 STYLED_FONTS = {
     "chapter": ("Helvetica-Bold", 18),
     "section": ("Helvetica-BoldOblique", 12),

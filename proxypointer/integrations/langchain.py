@@ -2,7 +2,7 @@
 
 Each ``Document`` holds one delivered section: ``page_content`` is the section's delivered
 text (exact source lines ``text_lines``: the whole section, or for a big one its own text; see
-``proxypointer.delivery``), ``id`` is ``<doc_id>#<node_id>``, and ``metadata`` carries
+``proxypointer.retrieve.delivery``), ``id`` is ``<doc_id>#<node_id>``, and ``metadata`` carries
 ``doc_id``, ``node_id``, ``breadcrumb`` (list of titles, document title first), ``lines``
 (``[start_line, end_line]`` of the whole section, 1-based inclusive), ``text_lines`` (the
 delivered ``[first, last]``), ``citation`` (``<doc>.md#L<first>-L<last>`` of the delivered
@@ -53,8 +53,8 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 if TYPE_CHECKING:
     from ..config import ProxyPointerConfig
-    from ..embedding import Embedder
-    from ..retrieval import Section
+    from ..embed.embedder import Embedder
+    from ..retrieve.retriever import Section
 
 __all__ = ["ProxyPointerRetriever", "section_to_document"]
 
@@ -65,7 +65,7 @@ _CALL_OPTIONS = frozenset({"k", "doc_ids", "source_prefix", "where"})
 
 
 def section_to_document(section: Section) -> Document:
-    """Turn a :class:`~proxypointer.retrieval.Section` into a LangChain ``Document``."""
+    """Turn a :class:`~proxypointer.retrieve.retriever.Section` into a LangChain ``Document``."""
     return Document(
         id=f"{section.doc_id}#{section.node_id}",
         page_content=section.text,
@@ -97,7 +97,7 @@ class ProxyPointerRetriever(BaseRetriever):
     (:meth:`from_store` does that for you).
 
     Attributes:
-        retriever: The :class:`~proxypointer.retrieval.Retriever` to query.
+        retriever: The :class:`~proxypointer.retrieve.retriever.Retriever` to query.
         k: Sections per query (default ``retrieval.k`` of the index config); ``invoke(query,
             k=n)`` overrides it for one call.
         doc_ids: Only search these documents (an empty list: none).
@@ -108,7 +108,7 @@ class ProxyPointerRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    retriever: Any = Field(description="a proxypointer.retrieval.Retriever")
+    retriever: Any = Field(description="a proxypointer.retrieve.retriever.Retriever")
     k: int | None = None
     doc_ids: list[str] | None = None
     source_prefix: str | None = None
@@ -136,8 +136,8 @@ class ProxyPointerRetriever(BaseRetriever):
             The retriever.
 
         """
-        from ..pipeline import Index
-        from ..retrieval import Retriever
+        from ..index import Index
+        from ..retrieve.retriever import Retriever
 
         return cls(retriever=Retriever(Index(store, config, embedder)), **kwargs)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import MissingDependencyError
 
 if TYPE_CHECKING:
-    from .common import Service
+    from .service import Service
 
 __all__ = ["run_http", "run_mcp"]
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..embedding import Embedder
-from ..pipeline import Index
-from ..store import ChromaStore
+from ..embed.embedder import Embedder
+from ..index import Index
+from ..store.chroma import ChromaStore
 
 __all__ = ["CHROMA_LOCK", "Gate", "ServedIndex", "SharedEmbedder"]
 

@@ -1,4 +1,4 @@
-"""``proxypointer serve http``: a small REST API over :class:`~proxypointer.serve.common.Service`.
+"""``proxypointer serve http``: a small REST API over :class:`~proxypointer.serve.service.Service`.
 
 FastAPI routes (OpenAPI at ``/docs`` and ``/openapi.json``), served by uvicorn, behind the
 :class:`~proxypointer.serve.security.Guard`:
@@ -29,13 +29,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ProxyPointerError
 from .arguments import StrictArguments, validation_detail
-from .common import Service
 from .errors import status_of
-from .security import Guard, bearer_token, is_loopback
 from .listening import check_port
+from .security import Guard, bearer_token, is_loopback
+from .service import Service
 from .timeouts import uvicorn_options
 
 __all__ = ["create_app", "run_http"]

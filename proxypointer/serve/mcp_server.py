@@ -1,7 +1,7 @@
 """``proxypointer serve mcp``: the index as MCP tools and resources, with the official MCP SDK.
 
 Built on ``mcp.server.mcpserver.MCPServer`` (MCP Python SDK 2.x). Four read-only tools, each
-a thin call of :class:`~proxypointer.serve.common.Service` in its worker threads:
+a thin call of :class:`~proxypointer.serve.service.Service` in its worker threads:
 
 * ``search``: the best whole sections for a query, with citations, within a token budget;
 * ``list_documents``: what is indexed;
@@ -30,13 +30,13 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ProxyPointerError
 from .arguments import strict_model
-from .common import MAX_LIST, Service
 from .errors import NotFound
-from .security import Guard, bearer_token, is_loopback
 from .listening import check_port
+from .security import Guard, bearer_token, is_loopback
+from .service import MAX_LIST, Service
 from .timeouts import uvicorn_options
 
 __all__ = ["create_mcp_server", "run_mcp"]

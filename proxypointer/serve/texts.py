@@ -6,58 +6,22 @@ are whole stored lines joined with LF.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..delivery import fit_window
-from ..retrieval import Section
+from ..retrieve.delivery import fit_window
+from ..retrieve.retriever import Section
 
-__all__ = ["budgeted", "breadcrumb", "depths", "fit_lines", "parse_tree"]
+__all__ = ["budgeted", "breadcrumb", "depths", "fit_lines"]
 
 #: Section fields of ``Section.to_dict()`` left out of search results: the best chunk's text
 #: repeats part of ``text``.
 _DROPPED_FIELDS = ("chunk_text",)
-#: Order of the fields of one node in the registry's tree JSON (``records.tree_to_json``).
-_TREE_FIELDS = (
-    "node_id",
-    "title",
-    "level",
-    "start_line",
-    "end_line",
-    "body_start_line",
-    "body_end_line",
-    "parent_id",
-    "kind",
-    "md_level",
-)
-
-
-def parse_tree(tree_json: str) -> list[dict[str, Any]]:
-    """Read the nodes of a document's stored tree.
-
-    Args:
-        tree_json: ``Registry.tree_json(doc_id)``: a JSON list of rows in the order of
-            :data:`_TREE_FIELDS` (``records.tree_to_json``), or of objects with those keys.
-
-    Returns:
-        One dict per node, in document order; lines 1-based inclusive.
-    """
-    out = []
-    for row in json.loads(tree_json or "[]"):
-        node = dict(row) if isinstance(row, dict) else dict(zip(_TREE_FIELDS, row, strict=False))
-        node.setdefault("parent_id", "")
-        node.setdefault("kind", "heading")
-        node.setdefault("level", 0)
-        out.append(node)
-    return out
-
-
 def depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
     """Return each node's depth: 1 at the top (no parent), the parent's + 1 below.
 
     Args:
-        nodes: Output of :func:`parse_tree` (a parent comes before its children).
+        nodes: Output of :func:`~proxypointer.tree.build.tree_rows` (a parent comes before its children).
 
     Returns:
         ``node_id -> depth``.
@@ -76,7 +40,7 @@ def breadcrumb(doc_title: str, nodes: list[dict[str, Any]], node_id: str) -> lis
 
     Args:
         doc_title: The document's display title (``DocumentRecord.title``).
-        nodes: Output of :func:`parse_tree`.
+        nodes: Output of :func:`~proxypointer.tree.build.tree_rows`.
         node_id: The node.
 
     Returns:
@@ -137,7 +101,7 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
     """Make a search result: ``Section.to_dict()`` with its text cut to ``budget`` word pieces.
 
     A text that does not fit is cut to the whole lines around the best chunk's lines
-    (:func:`~proxypointer.delivery.fit_window`): the lines that matched, not the first lines
+    (:func:`~proxypointer.retrieve.delivery.fit_window`): the lines that matched, not the first lines
     (issue 32: a revenue figure 50 lines into a long section was cut off).
 
     Args:

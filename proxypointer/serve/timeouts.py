@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 def request_deadline_protocol(timeout_s: float) -> type:
-    """uvicorn's h11 protocol class, with a deadline for a request to arrive whole.
+    """Uvicorn's h11 protocol class, with a deadline for a request to arrive whole.
 
     Args:
         timeout_s: Seconds a client has, from opening the connection or from the first bytes

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for fakes
 
 from fakes import HashingEmbedder  # noqa: E402
 
-from proxypointer.config import ChunkingConfig, EmbeddingConfig, ProxyPointerConfig  # noqa: E402
-from proxypointer.pipeline import Index  # noqa: E402
+from proxypointer.config import ChunkingConfig, EmbeddingConfig, ProxyPointerConfig
+from proxypointer.index import Index
 
 
 def main() -> int:

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for fakes
 
 from fakes import HashingEmbedder  # noqa: E402
 
-from proxypointer.config import ChunkingConfig, ProxyPointerConfig  # noqa: E402
-from proxypointer.distributed import ray_runner  # noqa: E402
-from proxypointer.pipeline import Index  # noqa: E402
+from proxypointer.config import ChunkingConfig, ProxyPointerConfig
+from proxypointer.index import Index
+from proxypointer.ingest.ray import runner as ray_runner
 
 #: Chunks per Chroma write call in these runs (the default is 1,000).
 WRITE_BATCH = 4

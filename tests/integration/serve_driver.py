@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxypointer.config import ProxyPointerConfig  # noqa: E402
-from proxypointer.serve import run_http, run_mcp  # noqa: E402
-from proxypointer.serve.common import Service  # noqa: E402
+from proxypointer.config import ProxyPointerConfig
+from proxypointer.serve import run_http, run_mcp
+from proxypointer.serve.service import Service
 
 DRIVER = Path(__file__).resolve()
 

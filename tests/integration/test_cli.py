@@ -168,5 +168,5 @@ def test_verbose_shows_our_debug_messages_not_other_libraries(tmp_path):
         (corpus / f"{name}.md").write_text(text)
     run("ingest", str(corpus), cwd=tmp_path)
     err = run("-v", "query", "What pressure does the delta pump hold?", "-k", "2", cwd=tmp_path).stderr
-    assert "INFO proxypointer.embedding: loading embedding model" in err, err
+    assert "INFO proxypointer.embed.embedder: loading embedding model" in err, err
     assert "DEBUG bm25s" not in err and "DEBUG chromadb" not in err, err

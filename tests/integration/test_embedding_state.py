@@ -24,7 +24,7 @@ import json, logging, os
 import sentence_transformers  # noqa: F401  (its import is not ours)
 import transformers.utils.logging as hf_logging
 import huggingface_hub.utils as hub_utils
-from proxypointer.embedding import SentenceTransformerEmbedder
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
 def state():
     levels = {n: logging.getLogger(n).level for n in ["", *logging.root.manager.loggerDict]}

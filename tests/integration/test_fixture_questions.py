@@ -8,16 +8,16 @@ pytest.importorskip("sentence_transformers")
 
 from fixture_questions import FILING, QUESTIONS, REPORT, fixture_paths  # noqa: E402
 
-from proxypointer.config import ProxyPointerConfig  # noqa: E402
-from proxypointer.retrieval import Retriever  # noqa: E402
+from proxypointer.config import ProxyPointerConfig
+from proxypointer.retrieve.retriever import Retriever
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory):
-    from proxypointer.embedding import SentenceTransformerEmbedder
-    from proxypointer.pipeline import Index
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
+    from proxypointer.index import Index
 
     config = ProxyPointerConfig()
     index = Index(tmp_path_factory.mktemp("store"), config, SentenceTransformerEmbedder(config.embedding))

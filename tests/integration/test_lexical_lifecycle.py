@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig, RetrievalConfig
-from proxypointer.lexical import lexical_terms
-from proxypointer.ranking import Ranker
+from proxypointer.retrieve.ranking import Ranker
+from proxypointer.store.terms import lexical_terms
 
 pytestmark = pytest.mark.integration
 

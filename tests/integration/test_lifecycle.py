@@ -23,7 +23,7 @@ import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig, RetrievalConfig
 from proxypointer.errors import StoreError
-from proxypointer.retrieval import Retriever
+from proxypointer.retrieve.retriever import Retriever
 
 pytestmark = pytest.mark.integration
 

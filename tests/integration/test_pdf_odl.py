@@ -23,10 +23,10 @@ from pdfdocs import (  # noqa: E402
     write_zero_pages,
 )
 
-from proxypointer.cli import main  # noqa: E402
-from proxypointer.config import TreeConfig  # noqa: E402
-from proxypointer.pdf import OpenDataLoaderConverter, convert_pdf, convert_pdfs  # noqa: E402
-from proxypointer.tree import build_tree  # noqa: E402
+from proxypointer.cli import main
+from proxypointer.config import TreeConfig
+from proxypointer.read.pdf import OpenDataLoaderConverter, convert_pdf, convert_pdfs
+from proxypointer.tree.build import build_tree
 
 pytestmark = pytest.mark.integration
 

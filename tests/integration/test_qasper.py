@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from proxypointer.pipeline import Index
-from proxypointer.readers import read_document
-from proxypointer.retrieval import Retriever
+from proxypointer.index import Index
+from proxypointer.read.readers import read_document
+from proxypointer.retrieve.retriever import Retriever
 
 pytestmark = pytest.mark.integration
 

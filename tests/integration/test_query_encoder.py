@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
-from proxypointer import embedding  # noqa: E402
-from proxypointer.embedding import SentenceTransformerEmbedder  # noqa: E402
+from proxypointer.embed import embedder as embedding
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def test_a_trace_that_disagrees_is_not_used(eager, monkeypatch, caplog):
     monkeypatch.setattr(eager.model, "encode", lambda *a, **k: real(*a, **k) + 0.01)
     e = SentenceTransformerEmbedder(query_cache_size=0)
     e._model = eager.model
-    with caplog.at_level(logging.INFO, logger="proxypointer.embedding"):
+    with caplog.at_level(logging.INFO, logger="proxypointer.embed.embedder"):
         vector = e.encode_query("How is parental leave paid?")
     assert "query tracing skipped" in caplog.text
     np.testing.assert_allclose(

@@ -33,9 +33,9 @@ from fakes import HashingEmbedder  # noqa: E402
 from ray_driver import KillOnce, config  # noqa: E402
 from test_lifecycle import doc, env, run_chroma, visible  # noqa: E402 - the lifecycle tests' corpus and helpers
 
-from proxypointer.distributed import ray_ingest  # noqa: E402
-from proxypointer.pipeline import Index  # noqa: E402
-from proxypointer.retrieval import Retriever  # noqa: E402
+from proxypointer.index import Index
+from proxypointer.ingest.ray import ray_ingest
+from proxypointer.retrieve.retriever import Retriever
 
 pytestmark = pytest.mark.integration
 
@@ -268,7 +268,7 @@ def test_ray_engine_gives_the_single_process_result(ray_cluster, chroma_port, tm
 def test_ray_engine_with_the_real_model_through_the_cli(ray_cluster, chroma_port, tmp_path):
     """Real MiniLM, both engines through the CLI: vectors within 1e-5, same query results."""
     from proxypointer.config import load_config
-    from proxypointer.embedding import SentenceTransformerEmbedder
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
     folder = tmp_path / "data"
     shutil.copytree(ROOT / "data", folder)

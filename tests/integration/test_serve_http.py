@@ -14,9 +14,10 @@ import pytest
 from serve_driver import Server, server_env
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.pipeline import Index
-from proxypointer.retrieval import Retriever
-from proxypointer.tree import build_tree, slice_lines, split_lines
+from proxypointer.index import Index
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.retrieve.retriever import Retriever
+from proxypointer.tree.build import build_tree
 
 pytestmark = pytest.mark.integration
 
@@ -320,7 +321,7 @@ sys.path.insert(0, {here!r})
 from fakes import HashingEmbedder
 from test_serve_http import ROUNDS, _write_version
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.pipeline import Index
+from proxypointer.index import Index
 corpus = Path({corpus!r})
 for v in range(1, ROUNDS + 1):
     _write_version(corpus, v)

@@ -11,9 +11,9 @@ import pytest
 from serve_driver import DRIVER, Server, server_env
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.pipeline import Index
-from proxypointer.retrieval import Retriever
-from proxypointer.tree import slice_lines, split_lines
+from proxypointer.index import Index
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.retrieve.retriever import Retriever
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -161,7 +161,7 @@ def test_streamable_http_off_loopback_needs_the_token(store):
 
 def test_cli_serves_mcp_over_stdio_with_the_real_model(tmp_path):
     """``proxypointer serve mcp`` as a desktop client starts it: the real model, data/."""
-    from proxypointer.embedding import SentenceTransformerEmbedder
+    from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
     store = tmp_path / "store"
     embedder = SentenceTransformerEmbedder(ProxyPointerConfig().embedding)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.embedding import SentenceTransformerEmbedder
-from proxypointer.pipeline import Index
-from proxypointer.serve.common import Service
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
+from proxypointer.index import Index
+from proxypointer.serve.service import Service
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from proxypointer.config import TreeConfig
-from proxypointer.tree import DocumentTree, build_tree, slice_lines, split_lines
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.tree.build import DocumentTree, build_tree
 
 __all__ = ["check_tree_invariants"]
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
-from proxypointer.pipeline import Index
+from proxypointer.index import Index
 
 from .strategies import heading_documents
 

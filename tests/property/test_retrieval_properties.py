@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from sections import count_sections
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
-from proxypointer.pipeline import Index
-from proxypointer.retrieval import Retriever
+from proxypointer.index import Index
+from proxypointer.retrieve.retriever import Retriever
 
 WORDS = ("kettle", "descale", "vinegar", "toaster", "crumb", "fridge", "leave", "pay", "pump", "pressure",
          "buffer", "warranty", "returns", "notice", "period", "guide")

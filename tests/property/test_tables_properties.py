@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxypointer.chunking import chunk_document
+from proxypointer.chunk.chunker import chunk_document
+from proxypointer.chunk.embedtext import EmbeddedText
+from proxypointer.chunk.tables import find_tables
 from proxypointer.config import ChunkingConfig
-from proxypointer.embedtext import EmbeddedText
-from proxypointer.tables import find_tables
-from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, split_lines
+from proxypointer.embed.tokenizer import load_tokenizer
+from proxypointer.lines import split_lines
+from proxypointer.tree.build import build_tree
 
 from .strategies import markdown_documents
 

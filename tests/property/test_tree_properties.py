@@ -18,10 +18,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from proxypointer._markdown import parse_blocks
 from proxypointer.config import TreeConfig
-from proxypointer.titles import is_row_or_furniture, is_title_line, numbering_depth, statement_kind
-from proxypointer.tree import build_tree, explain_headings, normalise_text, split_lines
+from proxypointer.lines import normalise_text, split_lines
+from proxypointer.tree.build import build_tree, explain_headings
+from proxypointer.tree.markdown import parse_blocks
+from proxypointer.tree.titles import is_row_or_furniture, is_title_line, numbering_depth, statement_kind
 
 from .invariants import check_tree_invariants
 from .strategies import MATH_MARK, converter_documents, heading_documents, markdown_documents

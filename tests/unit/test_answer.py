@@ -24,15 +24,9 @@ from proxypointer.answer import (
     format_block,
     parse_citations,
 )
-from proxypointer.config import (
-    LLMConfig,
-    ProxyPointerConfig,
-    config_from_dict,
-    config_to_dict,
-    load_config,
-)
-from proxypointer.conversation import Session, Turn
+from proxypointer.config import LLMConfig, ProxyPointerConfig, config_from_dict, config_to_dict, load_config
 from proxypointer.errors import ConfigError
+from proxypointer.retrieve.conversation import Session, Turn
 
 pytest.importorskip("openai")
 
@@ -134,7 +128,7 @@ def store(tmp_path_factory):
     """A store folder holding data/ indexed with the hashing embedder."""
     from fakes import HashingEmbedder
 
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path_factory.mktemp("store")
     index = Index(root, ProxyPointerConfig(), HashingEmbedder())
@@ -145,7 +139,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def open_index(store, fake_embedder):
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     made = []
 
@@ -160,7 +154,7 @@ def open_index(store, fake_embedder):
 
 
 def answerer_for(open_index, server, **llm):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     cfg = LLMConfig(
         base_url=server.base_url, model="test-model", **{"max_retries": 0, "timeout_s": 5.0, **llm}
@@ -187,8 +181,8 @@ def test_parse_citations(text, valid, invalid):
 
 
 def test_prompt_blocks_are_headed_by_citation_and_breadcrumb(open_index):
-    from proxypointer.context import Assembler
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.context import Assembler
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(open_index())
     blocks = Assembler(r).pack(r.retrieve("parental leave pay", k=2), 10_000)
@@ -289,7 +283,7 @@ def test_timeout_raises_llm_error_after_retries(open_index, llm_server):
 
 
 def test_connection_refused_raises_llm_error(open_index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -300,8 +294,8 @@ def test_connection_refused_raises_llm_error(open_index):
 
 
 def test_no_sections_means_no_request(tmp_path, fake_embedder, llm_server):
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     cfg = LLMConfig(base_url=llm_server.base_url, model="m")
     index = Index(tmp_path / "empty", ProxyPointerConfig(llm=cfg), fake_embedder)
@@ -314,7 +308,7 @@ def test_no_sections_means_no_request(tmp_path, fake_embedder, llm_server):
 
 
 def test_without_llm_only_context(open_index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     a = Answerer(Retriever(open_index()))
     assert not a.configured
@@ -327,7 +321,7 @@ def test_without_llm_only_context(open_index):
 
 
 def test_context_budget_is_counted_in_model_tokens(open_index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(open_index())
     tok = r.index.embedder.tokenizer
@@ -350,7 +344,7 @@ def test_context_budget_is_counted_in_model_tokens(open_index):
 
 
 def test_an_empty_question_is_refused(open_index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     with pytest.raises(ConfigError, match="query"):
         Answerer(Retriever(open_index())).context("  ")
@@ -435,7 +429,7 @@ def test_bad_llm_config_is_refused(llm, match):
 def cli(store, fake_embedder, monkeypatch, tmp_path):
     """Run ``proxypointer`` in-process on the shared store with the hashing embedder."""
     from proxypointer import cli as cli_mod
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     opened = []
 
@@ -535,7 +529,7 @@ def test_cli_ask_bad_session_name_exit_1(cli, capsys):
 # -- import stays light ----------------------------------------------------------------------
 def test_import_does_not_load_heavy_packages():
     code = (
-        "import sys, proxypointer, proxypointer.answer, proxypointer.conversation\n"
+        "import sys, proxypointer, proxypointer.answer, proxypointer.retrieve.conversation\n"
         "import proxypointer.integrations\n"
         "heavy = ('openai', 'torch', 'sentence_transformers', 'chromadb', 'langchain_core')\n"
         "heavy = [m for m in heavy if m in sys.modules]\n"
@@ -553,8 +547,8 @@ def test_prompt_shows_a_placeholder_for_inline_base64_images(tmp_path, make_inde
     import re
     import shutil
 
-    from proxypointer.context import Assembler
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.context import Assembler
+    from proxypointer.retrieve.retriever import Retriever
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -573,9 +567,9 @@ def test_prompt_shows_a_placeholder_for_inline_base64_images(tmp_path, make_inde
 def test_a_big_section_is_shown_to_the_model_with_its_subsections_named(tmp_path, make_index):
     import dataclasses
 
-    from proxypointer.context import Assembler
-    from proxypointer.delivery import format_outline
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.context import Assembler
+    from proxypointer.retrieve.delivery import format_outline
+    from proxypointer.retrieve.retriever import Retriever
 
     cfg = ProxyPointerConfig()
     # Delivery is under test: scored by the best chunk, 3.2's own text comes first.

@@ -59,7 +59,7 @@ def test_the_committed_gold_matches_the_built_documents(shared_dir, tmp_path):
         pytest.skip(f"{long_docs} not found")
     out = tmp_path / "lr"
     assert blr.main(["--long-docs", str(long_docs), "--out", str(out)]) == 0
-    from proxypointer.evaluation import load_benchmark
+    from proxypointer.eval.benchmark import load_benchmark
 
     bench = load_benchmark(out)
     questions = [json.loads(x) for x in (blr.BENCH / "questions.jsonl").read_text().splitlines() if x.strip()]

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig, RetrievalConfig
-from proxypointer.readers import read_document
-from proxypointer.retrieval import Retriever
-from proxypointer.tree import slice_lines, split_lines
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.retrieve.retriever import Retriever
 
 SCALAR = (str, int, float, bool)
 

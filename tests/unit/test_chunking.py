@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.chunking import (
+from proxypointer.chunk.chunker import (
     REPEATED_CHUNKS_KEPT,
     breadcrumb_text,
     chunk_document,
@@ -13,9 +13,10 @@ from proxypointer.chunking import (
     normalise_title,
 )
 from proxypointer.config import ChunkingConfig
-from proxypointer.readers import read_document
-from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, split_lines
+from proxypointer.embed.tokenizer import load_tokenizer
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +253,7 @@ def test_a_text_repeated_in_a_document_is_stored_at_most_eight_times(tok, caplog
     para = "The relief valve opens at six bar and closes at five bar on the return stroke."
     text = "# Pump\n\n## Valves\n\n" + "\n\n".join([para] * 40) + "\n\n## Seals\n\n" + "\n\n".join([para] * 3) + "\n"
     tree = build_tree(text, "pump")
-    with caplog.at_level("WARNING", logger="proxypointer.chunking"):
+    with caplog.at_level("WARNING", logger="proxypointer.chunk.chunker"):
         chunks = chunk_document(tree, text, tok, ChunkingConfig(chunk_tokens=32))
     assert REPEATED_CHUNKS_KEPT == 8
     valves, seals = _by_title(chunks, "Valves"), _by_title(chunks, "Seals")
@@ -322,7 +323,7 @@ def test_table_pieces_point_at_whole_source_rows(tok):
 
 
 def test_long_table_split_between_rows_repeating_title_and_headers(tok):
-    from proxypointer.tables import find_tables
+    from proxypointer.chunk.tables import find_tables
 
     tree, chunks, lines = _chunks(TENK, tok)
     cash = _by_title(chunks, "CONSOLIDATED STATEMENTS OF CASH FLOWS")

@@ -2,9 +2,9 @@
 
 import pytest
 
-from proxypointer.chunking import TokenCountCache, chunk_document
+from proxypointer.chunk.chunker import TokenCountCache, chunk_document
 from proxypointer.config import ChunkingConfig
-from proxypointer.tree import build_tree
+from proxypointer.tree.build import build_tree
 
 TEXTS = [
     "Plain words, with punctuation; and (brackets) -- dashes.",

@@ -17,7 +17,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 def store(tmp_path_factory):
     from fakes import HashingEmbedder
 
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path_factory.mktemp("store")
     with Index(root, ProxyPointerConfig(), HashingEmbedder()) as index:
@@ -29,7 +29,7 @@ def store(tmp_path_factory):
 def cli(fake_embedder, monkeypatch):
     """``cli(*argv)`` runs ``proxypointer`` in-process with the hashing embedder."""
     from proxypointer import cli as cli_mod
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     opened = []
 
@@ -113,7 +113,7 @@ def test_a_big_section_prints_its_own_text_then_the_subsections_not_shown(cli, c
     from fakes import HashingEmbedder
 
     from proxypointer.config import load_config
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     with Index(store, load_config(config), HashingEmbedder()) as index:
         assert not index.ingest([DATA / "employee-handbook.md"], show_progress=False).failed
@@ -158,7 +158,7 @@ def test_status_docs_lists_the_ids_that_doc_takes(cli, capsys, store):
 
 
 def test_delete_takes_the_citation_form(cli, capsys, caplog, tmp_path, fake_embedder):
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path / "store"
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:
@@ -174,7 +174,7 @@ def test_delete_takes_the_citation_form(cli, capsys, caplog, tmp_path, fake_embe
 
 
 def test_check_repair_says_it_repaired_and_check_then_says_ok(cli, capsys, fake_embedder, tmp_path):
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path / "store"
     with Index(root, ProxyPointerConfig(), fake_embedder) as index:

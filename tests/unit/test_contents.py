@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from proxypointer.contents import contents_entries, contents_outline
-from proxypointer.outline import load_outline
-from proxypointer.outlinetext import apply_outline
-from proxypointer.pages import page_map, stored_page_map
-from proxypointer.readers import with_pages
-from proxypointer.tree import build_tree, split_lines
-from proxypointer.treescore import score_tree
+from proxypointer.eval.trees import score_tree
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import with_pages
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.contents import contents_entries, contents_outline
+from proxypointer.tree.outline import load_outline
+from proxypointer.tree.outlinetext import apply_outline
+from proxypointer.tree.pages import page_map, stored_page_map
 
 
 def _pages(n_pages: int, bodies: dict[int, list[str]]) -> str:
@@ -336,7 +337,7 @@ def test_a_heading_placed_from_the_contents_keeps_the_bodys_title_and_label():
 def test_the_pdf_reader_names_the_contents_entries_it_could_not_place():
     """What `tree --check` shows as note[unplaced-contents]: the entries, with their pages."""
     from proxypointer.config import PDFConfig
-    from proxypointer.readers import PDFReader
+    from proxypointer.read.readers import PDFReader
 
     md = FILING.replace("- Item 8. Financial Statements and Supplementary Data 8",
                         "- Item 8. Financial Statements and Supplementary Data 8\n\n- Item 9A. Controls 9")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
-from proxypointer.context import Assembler, ContextBlock, cut_to_tokens, pack_windows, subtract_interval
 from proxypointer.errors import ConfigError
-from proxypointer.store import Hit
+from proxypointer.retrieve.context import Assembler, ContextBlock, cut_to_tokens, pack_windows, subtract_interval
+from proxypointer.store.chroma import Hit
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -101,8 +101,8 @@ def index(make_index):
 
 
 def test_assemble_fills_the_budget_without_repeating_lines(index):
-    from proxypointer.retrieval import Retriever
-    from proxypointer.tree import split_lines
+    from proxypointer.lines import split_lines
+    from proxypointer.retrieve.retriever import Retriever
 
     idx = index()
     a = Assembler(Retriever(idx))
@@ -129,7 +129,7 @@ def test_assemble_fills_the_budget_without_repeating_lines(index):
 
 
 def test_assemble_blocks_carry_the_cosine_of_their_chunk(index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     idx = index(hybrid=True, section_scoring="sum")
     blocks = Assembler(Retriever(idx)).assemble("parental leave pay", 800)
@@ -141,7 +141,7 @@ def test_assemble_blocks_carry_the_cosine_of_their_chunk(index):
 
 
 def test_assemble_with_an_empty_allow_list_delivers_nothing(index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     a = Assembler(Retriever(index()))
     assert a.assemble("parental leave pay", 500, doc_ids=[]) == []
@@ -151,7 +151,7 @@ def test_assemble_with_an_empty_allow_list_delivers_nothing(index):
 
 
 def test_pack_keeps_whole_sections_within_the_budget(index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(index())
     a = Assembler(r)
@@ -178,7 +178,7 @@ def test_pack_keeps_whole_sections_within_the_budget(index):
 
 
 def test_title_routing_restricts_to_a_named_document(index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     idx = index(title_routing_docs=2)
     titles = {r.doc_id: r.title for r in idx.registry.documents()}

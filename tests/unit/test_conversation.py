@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import load_config
-from proxypointer.conversation import Session, Turn, contextual_query, is_followup, session_path
 from proxypointer.errors import ConfigError, StoreError
+from proxypointer.retrieve.conversation import Session, Turn, contextual_query, is_followup, session_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -22,9 +22,9 @@ ANNUAL = ("Employee Handbook", "3 Leave", "3.1 Annual leave")
 def retriever(tmp_path_factory):
     from fakes import HashingEmbedder
 
-    from proxypointer.conversation import ConversationRetriever
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.conversation import ConversationRetriever
+    from proxypointer.retrieve.retriever import Retriever
 
     # configs/fast.yaml: these scripted turns test the conversation layer over the dense
     # ranking they were written for (the bare follow-ups that drift show what history adds).

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-
 import re
 from pathlib import Path
 
 import pytest
 
-from proxypointer._converter import detect_converter_output, flatten_levels, title_line_candidates
-from proxypointer._markdown import Heading, parse_blocks
 from proxypointer.config import TreeConfig, config_from_dict
 from proxypointer.errors import ConfigError
-from proxypointer.tree import build_tree, explain_headings, find_headings, slice_lines, split_lines
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.tree.build import build_tree, explain_headings, find_headings
+from proxypointer.tree.headings import detect_converter_output, flatten_levels, title_line_candidates
+from proxypointer.tree.markdown import Heading, parse_blocks
 
 ON = TreeConfig(converter_output="on")
 OFF = TreeConfig(converter_output="off")

@@ -7,11 +7,12 @@ import shutil
 
 import pytest
 
-from proxypointer.chunking import chunk_document
-from proxypointer.datauri import data_uri_edits, replace_data_uris
-from proxypointer.readers import read_document
-from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, slice_lines, split_lines
+from proxypointer.chunk.chunker import chunk_document
+from proxypointer.chunk.datauri import data_uri_edits, replace_data_uris
+from proxypointer.embed.tokenizer import load_tokenizer
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/=]{101,}")
 PAYLOAD = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg" * 8
@@ -76,7 +77,7 @@ def test_case31_chunk_points_at_the_source_lines_with_payload(case31, tok):
 
 
 def test_case31_query_returns_photos_section_first_with_exact_text(case31, tmp_path, make_index):
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     path, text, _ = case31
     corpus = tmp_path / "corpus"

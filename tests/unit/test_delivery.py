@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from proxypointer.delivery import Delivery, OutlineEntry, fit_window, format_outline, plan_delivery
+from proxypointer.retrieve.delivery import Delivery, OutlineEntry, fit_window, format_outline, plan_delivery
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.discovery import SourceFile, discover
+from proxypointer.read.discovery import SourceFile, discover
 
 MD = (".md", ".markdown")
 
@@ -99,7 +99,7 @@ def test_a_dangling_link_or_a_pipe_with_a_known_suffix_is_skipped_with_a_warning
     (root / "kept.md").write_text("# Kept\n", encoding="utf-8")
     os.symlink("gone.md", root / "broken.md")
     os.mkfifo(root / "pipe.md")  # reading it would block until a writer comes
-    with caplog.at_level("WARNING", logger="proxypointer.discovery"):
+    with caplog.at_level("WARNING", logger="proxypointer.read.discovery"):
         assert ids(discover([root], MD)) == ["kept"]
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any(f"{root / 'broken.md'}: skipped: a symbolic link to gone.md" in m for m in warnings), warnings

@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-import proxypointer.ingest as ingest_module
-from proxypointer.discovery import Discovery, discover
+import proxypointer.ingest.stages as ingest_module
 from proxypointer.docids import check_text, escaped, name_problem, normalize_doc_id
 from proxypointer.errors import ConfigError
-from proxypointer.retrieval import Retriever
+from proxypointer.read.discovery import Discovery, discover
+from proxypointer.retrieve.retriever import Retriever
 
 NFD = unicodedata.normalize("NFD", "Café-menu")
 NFC = unicodedata.normalize("NFC", "Café-menu")

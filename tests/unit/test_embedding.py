@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from proxypointer.config import EmbeddingConfig
-from proxypointer.embedding import SentenceTransformerEmbedder
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
 
 class _StubModel:

@@ -5,7 +5,7 @@ The traced query encoder needs the model: tests/integration/test_query_encoder.p
 
 import numpy as np
 
-from proxypointer.embedding import SentenceTransformerEmbedder
+from proxypointer.embed.embedder import SentenceTransformerEmbedder
 
 
 class Counting(SentenceTransformerEmbedder):

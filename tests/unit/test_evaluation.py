@@ -9,7 +9,7 @@ import pytest
 
 from proxypointer.config import ProxyPointerConfig
 from proxypointer.errors import ConfigError
-from proxypointer.evaluation import (
+from proxypointer.eval.benchmark import (
     Delivered,
     EvidenceSpan,
     Unit,
@@ -159,7 +159,7 @@ def test_load_benchmark_limit_and_errors(bench_dir, tmp_path):
 def test_runs_on_other_documents_of_a_benchmark_get_their_own_store(bench_dir, tmp_path):
     # BM25 statistics are store-wide: the first N documents must not be ranked in a store that
     # a run on all of them filled
-    from proxypointer.evalrun import store_folder, system_specs
+    from proxypointer.eval.harness import store_folder, system_specs
 
     spec = system_specs(["proxypointer"], ProxyPointerConfig())[0]
     one, both = load_benchmark(bench_dir, limit_docs=1), load_benchmark(bench_dir)
@@ -171,7 +171,7 @@ def test_runs_on_other_documents_of_a_benchmark_get_their_own_store(bench_dir, t
 
 def test_baselines_keep_their_plain_ranking_whatever_the_defaults():
     # a baseline must not borrow the pipeline's own rankings (the focus ranking is on by default)
-    from proxypointer.evalrun import system_specs
+    from proxypointer.eval.harness import system_specs
 
     assert ProxyPointerConfig().retrieval.focus_weight > 0
     for spec in system_specs(["flat", "flat-title", "sections-no-breadcrumb"], ProxyPointerConfig()):
@@ -214,8 +214,8 @@ def test_qasper_spans_slice_to_their_evidence(shared_dir):
 
 
 def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
-    from proxypointer.evalrun import EvalSettings, run_evaluation, system_specs
-    from proxypointer.evaluation import plot_budgets, to_markdown
+    from proxypointer.eval.benchmark import plot_budgets, to_markdown
+    from proxypointer.eval.harness import EvalSettings, run_evaluation, system_specs
 
     bench = load_benchmark(bench_dir)
     cfg = ProxyPointerConfig()
@@ -241,7 +241,7 @@ def test_harness_on_a_fake_model(bench_dir, tmp_path, fake_embedder):
 
 
 def test_a_new_store_reuses_vectors_other_stores_embedded(bench_dir, tmp_path, fake_embedder):
-    from proxypointer.evalrun import EvalSettings, VectorCache, run_evaluation, system_specs
+    from proxypointer.eval.harness import EvalSettings, VectorCache, run_evaluation, system_specs
 
     bench = load_benchmark(bench_dir)
     cfg = ProxyPointerConfig()
@@ -265,7 +265,7 @@ def test_a_new_store_reuses_vectors_other_stores_embedded(bench_dir, tmp_path, f
 
 
 def test_system_specs_validate_names_and_variants():
-    from proxypointer.evalrun import settings_from_dict, system_specs
+    from proxypointer.eval.harness import settings_from_dict, system_specs
 
     cfg = ProxyPointerConfig()
     variant = {"v": {"base": "proxypointer", "pipeline": {"retrieval": {"hybrid": True}}}}
@@ -291,7 +291,7 @@ def test_bootstrap_is_deterministic():
 
 
 def test_merge_results_combines_runs_over_the_same_questions(bench_dir, tmp_path, fake_embedder):
-    from proxypointer.evalrun import EvalSettings, merge_results, run_evaluation, system_specs
+    from proxypointer.eval.harness import EvalSettings, merge_results, run_evaluation, system_specs
 
     bench = load_benchmark(bench_dir)
     cfg = ProxyPointerConfig()

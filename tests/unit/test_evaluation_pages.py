@@ -8,7 +8,7 @@ import pytest
 
 from proxypointer.config import ProxyPointerConfig
 from proxypointer.errors import ConfigError
-from proxypointer.evaluation import hit_at, load_benchmark, load_page_benchmark
+from proxypointer.eval.benchmark import hit_at, load_benchmark, load_page_benchmark
 
 #: Three pages per filing; each page's words are its own, so the hashing embedder finds them.
 FILING = (
@@ -51,7 +51,7 @@ def test_evidence_pages_become_the_content_lines_of_those_pages(page_bench):
     assert lines[sp.start_line - 1].startswith("Anvil revenue") and lines[sp.end_line - 1].startswith("Cash")
     assert bench.pages["ACME_10K"][sp.start_line - 1] == 2
     # a unit hits when its line range reaches a content line of the page: the marker line alone does not
-    from proxypointer.evaluation import Unit
+    from proxypointer.eval.benchmark import Unit
 
     marker = lines.index("<!-- page 2 -->") + 1
     assert hit_at([Unit("ACME_10K", 1, marker + 1, 10)], q1.spans, 1) == 0.0
@@ -81,7 +81,7 @@ def test_span_gold_moves_onto_the_stored_text(page_bench):
 
 
 def test_page_baselines_and_page_level_metrics_on_a_fake_model(page_bench, tmp_path, fake_embedder):
-    from proxypointer.evalrun import PAGE_SYSTEMS, EvalSettings, run_evaluation, system_specs
+    from proxypointer.eval.harness import PAGE_SYSTEMS, EvalSettings, run_evaluation, system_specs
 
     cfg = ProxyPointerConfig()
     bench = load_benchmark(page_bench)
@@ -102,7 +102,7 @@ def test_page_baselines_and_page_level_metrics_on_a_fake_model(page_bench, tmp_p
 
 
 def test_page_systems_refuse_a_benchmark_without_pages(tmp_path, fake_embedder):
-    from proxypointer.evalrun import EvalSettings, run_evaluation, system_specs
+    from proxypointer.eval.harness import EvalSettings, run_evaluation, system_specs
 
     root = tmp_path / "plain"
     (root / "docs").mkdir(parents=True)

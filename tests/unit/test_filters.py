@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxypointer.errors import ConfigError
-from proxypointer.filters import (
+from proxypointer.store.filters import (
     FILTER_FIELD_TYPES,
     FILTER_FIELDS,
     SUPPORTED_OPERATORS,
@@ -65,7 +65,7 @@ def test_a_filter_on_a_field_no_chunk_has_is_refused_by_name(make_index):
         check_where({"nosuchfield": 1})
     with pytest.raises(ConfigError, match="'levle'"):
         check_where({"$or": [{"level": 1}, {"levle": {"$lte": 2}}]})
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     idx = make_index()
     assert not idx.ingest([DATA], show_progress=False).failed
@@ -75,8 +75,8 @@ def test_a_filter_on_a_field_no_chunk_has_is_refused_by_name(make_index):
 
 
 def test_the_filter_fields_are_the_stored_chunk_metadata():
-    from proxypointer.chunking import Chunk
-    from proxypointer.store import chunk_metadata
+    from proxypointer.chunk.chunker import Chunk
+    from proxypointer.store.chroma import chunk_metadata
 
     c = Chunk(chunk_id="d::v1::n::0000", doc_id="d", doc_hash="h" * 64, version="v1", node_id="n", chunk_index=0,
               kind="heading", title="T", level=2, parent_id="", breadcrumb=("Doc", "T"), start_line=1, end_line=2,
@@ -102,7 +102,7 @@ def test_a_value_of_another_type_than_its_field_is_refused(make_index):
     # a float equals a stored int in Chroma and in Python
     assert check_where({"level": 2.0}) == {"level": 2.0}
     assert check_where({"empty_body": False, "page_start": {"$in": [1, 2]}})
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     idx = make_index()
     assert not idx.ingest([DATA], show_progress=False).failed

@@ -9,14 +9,14 @@ import pytest
 from fixture_questions import FILING, QUESTIONS, REPORT, fixture_paths
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.retrieval import Retriever
+from proxypointer.retrieve.retriever import Retriever
 
 
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory):
     from fakes import HashingEmbedder
 
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     index = Index(tmp_path_factory.mktemp("store"), ProxyPointerConfig(), HashingEmbedder())
     assert index.ingest(fixture_paths(), show_progress=False).indexed == 2

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.outline import load_outline
-from proxypointer.titles import filing_label
+from proxypointer.tree.outline import load_outline
+from proxypointer.tree.titles import filing_label
 
 _TESTS = Path(__file__).resolve().parents[1]
 GOLD = sorted((_TESTS / "gold_outlines").glob("*.yaml")) + sorted((_TESTS / "gold_outlines_check").glob("*.yaml"))

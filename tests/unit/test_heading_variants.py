@@ -61,7 +61,7 @@ def test_variant_benchmark_keeps_gold_as_lines(tmp_path):
     (src / "questions.jsonl").write_text(json.dumps(
         {"id": "q", "doc_id": "d", "question": "cash?", "evidence_spans": [{"start": start, "end": end}]}) + "\n")
     assert hv.main([str(src), str(tmp_path / "out"), "--title-lines"]) == 0
-    from proxypointer.evaluation import load_benchmark
+    from proxypointer.eval.benchmark import load_benchmark
 
     bench = load_benchmark(tmp_path / "out")
     span = bench.questions[0].spans[0]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from proxypointer.config import TreeConfig
-from proxypointer.headingstyles import (
+from proxypointer.lines import split_lines
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.headingstyles import (
     HeadingStyle,
     StyledHeading,
     apply_heading_styles,
@@ -11,7 +13,6 @@ from proxypointer.headingstyles import (
     odl_headings,
     style_ranks,
 )
-from proxypointer.tree import build_tree, split_lines
 
 ON = TreeConfig(converter_output="on")
 SECTION = HeadingStyle(10.0, True, True)  # Verizon: a section in 10 pt bold italic
@@ -174,7 +175,7 @@ def test_levels_the_converter_wrote_are_still_flattened():
 
 def test_the_rule_is_part_of_the_conversion_key_so_a_cached_conversion_is_not_reused():
     from proxypointer.config import PDFConfig
-    from proxypointer.pdf import converter_from_config
+    from proxypointer.read.pdf import converter_from_config
 
     on, off = converter_from_config(PDFConfig()), converter_from_config(PDFConfig(heading_styles=False))
     assert dict(on.options)["format"] == "markdown,json" and "heading_styles" in dict(on.options)

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from proxypointer.config import ProxyPointerConfig
-from proxypointer.implied import statements_for_measures, topics_in_query
-from proxypointer.labels import label_index, topic_nodes
-from proxypointer.ranking import place_sections
-from proxypointer.retrieval import Retriever
-from proxypointer.store import Hit
-from proxypointer.tree import build_tree, split_lines
+from proxypointer.lines import split_lines
+from proxypointer.retrieve.implied import statements_for_measures, topics_in_query
+from proxypointer.retrieve.ranking import place_sections
+from proxypointer.retrieve.retriever import Retriever
+from proxypointer.store.chroma import Hit
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.labels import label_index, topic_nodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

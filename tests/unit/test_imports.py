@@ -9,8 +9,8 @@ HEAVY = ("torch", "sentence_transformers", "chromadb", "transformers", "langchai
 
 def test_import_does_not_load_heavy_dependencies():
     code = (
-        "import sys, proxypointer, proxypointer.cli, proxypointer.pipeline, proxypointer.retrieval,"
-        " proxypointer.distributed, proxypointer.distributed.ray_stages;"
+        "import sys, proxypointer, proxypointer.cli, proxypointer.index, proxypointer.retrieve.retriever,"
+        " proxypointer.ingest.ray, proxypointer.ingest.ray.stages;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 from fakes import HashingEmbedder
 
-from proxypointer.chunking import TokenCountCache
+from proxypointer.chunk.chunker import TokenCountCache
 from proxypointer.config import ChunkingConfig, EmbeddingConfig, ProxyPointerConfig
-from proxypointer.discovery import discover
-from proxypointer.ingest import (
+from proxypointer.ingest.stages import (
     Pending,
     PreparedDocument,
     embed_chunks,
@@ -28,8 +27,9 @@ from proxypointer.ingest import (
     prepare_document,
     version_of,
 )
-from proxypointer.readers import read_bytes
-from proxypointer.retrieval import Retriever
+from proxypointer.read.discovery import discover
+from proxypointer.read.readers import read_bytes
+from proxypointer.retrieve.retriever import Retriever
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
@@ -247,7 +247,7 @@ def test_empty_files_are_notes_and_failures_are_logged_below_warning(tmp_path, m
 
 def test_cli_reports_each_failure_once_and_empty_files_as_notes(tmp_path, monkeypatch, capsys, fake_embedder):
     from proxypointer import cli
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     monkeypatch.setattr(cli, "_index", lambda args, **_: Index(args.store, cli._config(args), fake_embedder))
     docs = tmp_path / "docs"
@@ -364,7 +364,7 @@ class FakeConverter:
 
     def read(self, data: bytes, path: str):
         from proxypointer.errors import MissingDependencyError
-        from proxypointer.readers import ReadResult
+        from proxypointer.read.readers import ReadResult
 
         self.reads += 1
         if data.startswith(b"NEEDS-JAVA"):
@@ -402,8 +402,8 @@ def test_a_converter_plugs_in_per_suffix(tmp_path, make_index):
 
 
 def test_word_pieces_per_line_are_counted_at_ingest_not_per_query(tmp_path, make_index, monkeypatch):
-    from proxypointer.tokenizer import line_token_counts
-    from proxypointer.tree import split_lines
+    from proxypointer.embed.tokenizer import line_token_counts
+    from proxypointer.lines import split_lines
 
     src = tmp_path / "docs" / "guide.md"
     src.parent.mkdir()

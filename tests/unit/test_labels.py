@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.labels import LabelLookup, mentions_label
-from proxypointer.livetrees import LiveTrees
+from proxypointer.retrieve.labels import LabelLookup
+from proxypointer.retrieve.live import LiveTrees
+from proxypointer.tree.labels import mentions_label
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -38,7 +39,7 @@ def test_label_indexes_are_kept_per_live_version(make_index, tmp_path):
     assert lookup.named("studies in annex table A2.1.1", "report", live.version) == (annex.node_id,)
     assert lookup.named("What does box 9.9 say?", "report", live.version) == ()
     assert lookup.named("box 1.1", "report", "not-the-live-version") == ()
-    assert list(lookup._cache) == [("report", live.version)]  # one version kept (size=1)
+    assert lookup._cache.keys() == [("report", live.version)]  # one version kept (size=1)
     # a new version of the document: looked up by its own version (a version never changes)
     (corpus / "report.md").write_text("# Report\n\n## Box 1.1 Another box\n\ntext\n")
     idx.ingest([corpus], show_progress=False)
@@ -50,7 +51,7 @@ def test_label_indexes_are_kept_per_live_version(make_index, tmp_path):
 
 
 def test_live_trees_rebuild_the_stored_tree(make_index):
-    from proxypointer.tree import build_tree
+    from proxypointer.tree.build import build_tree
 
     idx = make_index()
     idx.ingest([FIXTURES / "harborlight-10k-2023.md"], show_progress=False)
@@ -67,3 +68,24 @@ def test_live_trees_rebuild_the_stored_tree(make_index):
     assert chunks and all(c.rsplit("::", 3)[2] in sub for c in chunks)
     assert LiveTrees(idx).get("harborlight-10k-2023", "other-version") is None
     assert LiveTrees(idx).get("no-such-document") is None
+
+
+def test_code_is_what_commonmark_calls_code_for_labels_and_headings_alike():
+    # One definition of code lines (tree.markdown.code_lines): a caption inside an indented code
+    # block (four spaces after a blank line) is code to the label rules, as to the heading parser;
+    # an indented line that continues a paragraph is text.
+    from proxypointer.lines import split_lines
+    from proxypointer.tree.build import build_tree
+    from proxypointer.tree.labels import label_index
+    from proxypointer.tree.markdown import code_lines
+
+    text = (
+        "# Results\n\nTable 1: Accuracy by model\n\n"
+        "    Table 2: printed by the script\n\n"
+        "```\nTable 3: inside a fence\n```\n\n"
+        "Our findings, in a paragraph that\n    Table 4: continues indented.\n"
+    )
+    lines = split_lines(text)
+    assert code_lines(lines) == {5, 7, 8, 9}
+    captions = label_index(build_tree(text, "doc"), lines).captions
+    assert sorted(label for (kind, label) in captions if kind == "table") == ["1", "4"]

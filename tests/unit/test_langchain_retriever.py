@@ -16,8 +16,8 @@ from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough  # noqa: E402
 
-from proxypointer.config import ProxyPointerConfig  # noqa: E402
-from proxypointer.integrations.langchain import ProxyPointerRetriever, section_to_document  # noqa: E402
+from proxypointer.config import ProxyPointerConfig
+from proxypointer.integrations.langchain import ProxyPointerRetriever, section_to_document
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 QUESTION = "How is parental leave paid?"
@@ -27,7 +27,7 @@ QUESTION = "How is parental leave paid?"
 def store(tmp_path_factory):
     from fakes import HashingEmbedder
 
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path_factory.mktemp("store")
     index = Index(root, ProxyPointerConfig(), HashingEmbedder())
@@ -44,8 +44,8 @@ def lc_retriever(store, fake_embedder):
 
 
 def _expected(store, fake_embedder, query, **kw):
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     index = Index(store, ProxyPointerConfig(), fake_embedder)
     try:
@@ -79,8 +79,8 @@ def test_is_a_base_retriever_returning_whole_sections(lc_retriever, store, fake_
 def test_a_big_section_carries_its_outline(store, fake_embedder):
     import dataclasses
 
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     cfg = ProxyPointerConfig()
     cfg = dataclasses.replace(cfg, retrieval=dataclasses.replace(cfg.retrieval, subtree_cap_tokens=100))
@@ -128,8 +128,8 @@ def test_filters_and_k(store, fake_embedder):
 
 
 def test_wraps_an_existing_retriever(store, fake_embedder):
-    from proxypointer.pipeline import Index
-    from proxypointer.retrieval import Retriever
+    from proxypointer.index import Index
+    from proxypointer.retrieve.retriever import Retriever
 
     r = ProxyPointerRetriever(
         retriever=Retriever(Index(store, ProxyPointerConfig(), fake_embedder)), k=1
@@ -235,8 +235,8 @@ class _StandardRetriever(ProxyPointerRetriever):
     def __init__(self, **kwargs):
         from fakes import HashingEmbedder
 
-        from proxypointer.pipeline import Index
-        from proxypointer.retrieval import Retriever
+        from proxypointer.index import Index
+        from proxypointer.retrieve.retriever import Retriever
 
         index = Index(_STANDARD_STORE[0], ProxyPointerConfig(), HashingEmbedder())
         super().__init__(retriever=Retriever(index), **kwargs)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import proxypointer.lexicalindex as lexicalindex
-from proxypointer.records import encode_record, lexical_text
-from proxypointer.registry import Registry
+import proxypointer.store.lexical as lexicalindex
+from proxypointer.store.records import encode_record, lexical_text
+from proxypointer.store.registry import Registry
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
 
 # -- the title index (FTS5, one row per heading) ------------------------------------------------
 def tree_json(*nodes):
-    """Stored tree rows: (node_id, title, parent_id) -> records.tree_to_json's shape."""
+    """Stored tree rows: (node_id, title, parent_id) -> DocumentTree.to_json's shape."""
     import json
 
     return json.dumps([[n, t, 1, i + 1, i + 1, i + 1, i + 1, p, "heading", 1] for i, (n, t, p) in enumerate(nodes)])

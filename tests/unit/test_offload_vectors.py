@@ -40,7 +40,7 @@ def test_collect_gives_the_texts_ingestion_embeds(tmp_path, fake_embedder):
     assert any(t.startswith("# Paper") for t in texts)  # a flat window (no breadcrumb)
     assert "[Paper > Results]" in texts  # a title line (--titles)
     # Texts already in the cache's vectors.sqlite are not collected again.
-    from proxypointer.evalrun import VectorCache
+    from proxypointer.eval.harness import VectorCache
 
     cache = VectorCache(tmp_path / "cache" / "vectors.sqlite", "all-MiniLM-L6-v2")
     cache.put(texts[:2], np.zeros((2, 384), np.float32))

@@ -6,10 +6,10 @@ import pytest
 
 from proxypointer.config import TreeConfig
 from proxypointer.errors import ConfigError
-from proxypointer.outline import Outline, OutlineEntry, align_monotone, load_outline, title_match
-from proxypointer.pages import page_map
-from proxypointer.tree import build_tree
-from proxypointer.treescore import score_tree
+from proxypointer.eval.trees import score_tree
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.outline import Outline, OutlineEntry, align_monotone, load_outline, title_match
+from proxypointer.tree.pages import page_map
 
 GOLD_YAML = """\
 document: acme.pdf
@@ -86,9 +86,9 @@ def test_alignment_keeps_order_and_uses_each_slot_once():
 
 
 def _paged(md: str):
-    from proxypointer.pages import stored_page_map
-    from proxypointer.readers import with_pages
-    from proxypointer.tree import split_lines
+    from proxypointer.lines import split_lines
+    from proxypointer.read.readers import with_pages
+    from proxypointer.tree.pages import stored_page_map
 
     text, line_pages = with_pages(md, page_map(split_lines(md)))
     return text, stored_page_map(line_pages, split_lines(text))

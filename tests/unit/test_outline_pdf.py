@@ -12,13 +12,14 @@ pytest.importorskip("pypdf", reason="pypdf (extra pdf) reads the bookmarks")
 from fakes import FakePDFConverter  # noqa: E402
 from pdfdocs import write_bookmarked, write_report  # noqa: E402
 
-from proxypointer.config import PDFConfig  # noqa: E402
-from proxypointer.outline import Outline, OutlineEntry, pdf_outline  # noqa: E402
-from proxypointer.outlinetext import apply_outline  # noqa: E402
-from proxypointer.pages import page_map, stored_page_map  # noqa: E402
-from proxypointer.readers import PDFReader  # noqa: E402
-from proxypointer.tree import build_tree, split_lines  # noqa: E402
-from proxypointer.treescore import score_tree  # noqa: E402
+from proxypointer.config import PDFConfig
+from proxypointer.eval.trees import score_tree
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import PDFReader
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.outline import Outline, OutlineEntry, pdf_outline
+from proxypointer.tree.outlinetext import apply_outline
+from proxypointer.tree.pages import page_map, stored_page_map
 
 #: What a converter might write for pdfdocs.write_bookmarked: Risk Factors lost its heading and
 #: runs into its first sentence, a running title became a heading, and the notes' title is a

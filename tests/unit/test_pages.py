@@ -6,7 +6,7 @@ import pytest
 
 from proxypointer.config import PAGE_STYLES, PagesConfig, config_from_dict
 from proxypointer.errors import ConfigError
-from proxypointer.pages import (
+from proxypointer.tree.pages import (
     BUILTIN_STYLES,
     blank_markers,
     custom_style,
@@ -256,7 +256,7 @@ def test_blanked_markers_keep_line_numbers_and_a_stored_map_gives_the_same_pages
 
 
 def test_llamaparse_separator_under_a_line_is_no_setext_heading_once_blanked():
-    from proxypointer.tree import build_tree
+    from proxypointer.tree.build import build_tree
 
     lines = ["# Intro", "", "first page text", "---", "second page text", "---", "# Next", "third"]
     pm = page_map(lines, BUILTIN_STYLES["llamaparse"])

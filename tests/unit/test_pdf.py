@@ -26,9 +26,8 @@ from pdfdocs import (  # noqa: E402
     write_zero_pages,
 )
 
-from proxypointer.errors import ConfigError, DocumentError, MissingDependencyError  # noqa: E402
-from proxypointer.pages import BUILTIN_STYLES  # noqa: E402
-from proxypointer.pdf import (  # noqa: E402
+from proxypointer.errors import ConfigError, DocumentError, MissingDependencyError
+from proxypointer.read.pdf import (
     ConvertedPDF,
     OpenDataLoaderConverter,
     PDFConverter,
@@ -39,6 +38,7 @@ from proxypointer.pdf import (  # noqa: E402
     convert_pdfs,
     find_pdfs,
 )
+from proxypointer.tree.pages import BUILTIN_STYLES
 
 
 class PypdfText(PDFConverter):
@@ -172,7 +172,7 @@ def test_a_text_pdf_the_converter_cannot_read_falls_back_to_pypdf_text(tmp_path,
 
 
 def test_the_fallback_keeps_plain_text_plain():
-    from proxypointer.pdf import _PLAIN_MARKUP
+    from proxypointer.read.pdf import _PLAIN_MARKUP
 
     escape = lambda ln: _PLAIN_MARKUP.sub(r"\\\g<0>", ln)  # noqa: E731
     assert escape("# 1 Introduction") == "\\# 1 Introduction"
@@ -298,7 +298,7 @@ def test_importing_pdf_and_pages_loads_no_converter():
     import subprocess
 
     code = (
-        "import sys, proxypointer.pdf, proxypointer.pages, proxypointer.cli;"
+        "import sys, proxypointer.read.pdf, proxypointer.tree.pages, proxypointer.cli;"
         "print([m for m in ('opendataloader_pdf', 'pypdf', 'torch', 'chromadb') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -359,7 +359,7 @@ def test_jvm_log_is_read_a_crash_is_retried_and_partial_output_refused(tmp_path,
 
 def test_java_heap_is_capped_when_several_jvms_run(tmp_path):
     from proxypointer.config import PDFConfig
-    from proxypointer.pdf import AUTO_HEAP_MB, converter_from_config
+    from proxypointer.read.pdf import AUTO_HEAP_MB, converter_from_config
 
     def xmx(conv):
         return [a for a in conv._command("java", tmp_path / "x.jar", ["in.pdf"], tmp_path) if a.startswith("-Xmx")]
@@ -375,7 +375,7 @@ def test_java_heap_is_capped_when_several_jvms_run(tmp_path):
 
 
 def test_conversion_cache_round_trip_and_prune(tmp_path):
-    from proxypointer.pdf import ConversionCache
+    from proxypointer.read.pdf import ConversionCache
 
     cache = ConversionCache(tmp_path / "conv")
     key = "ab" + "0" * 62
@@ -389,8 +389,8 @@ def test_conversion_cache_round_trip_and_prune(tmp_path):
 
 
 def test_the_converters_html_escapes_are_undone_where_they_cannot_change_the_parse():
-    from proxypointer.pdf import unescape_text
-    from proxypointer.tree import build_tree
+    from proxypointer.read.pdf import unescape_text
+    from proxypointer.tree.build import build_tree
 
     md = (
         "## Research &amp; Development\n\nJohnson &amp; Johnson grew &lt;5% in AT&amp;T markets; a &gt; b.\n\n"
@@ -411,6 +411,6 @@ def test_the_converters_html_escapes_are_undone_where_they_cannot_change_the_par
 
 def test_the_entities_rule_is_part_of_the_conversion_key():
     from proxypointer.config import PDFConfig
-    from proxypointer.pdf import ENTITIES_RULE, converter_from_config
+    from proxypointer.read.pdf import ENTITIES_RULE, converter_from_config
 
     assert dict(converter_from_config(PDFConfig()).options)["entities"] == ENTITIES_RULE

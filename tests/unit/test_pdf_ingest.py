@@ -19,10 +19,10 @@ pytest.importorskip("pypdf", reason="pypdf (extra pdf) counts the pages of the t
 from fakes import FakePDFConverter  # noqa: E402
 from pdfdocs import write_encrypted, write_report, write_scanned, write_zero_pages  # noqa: E402
 
-from proxypointer.config import PagesConfig, PDFConfig, ProxyPointerConfig, TreeConfig  # noqa: E402
-from proxypointer.context import Assembler  # noqa: E402
-from proxypointer.readers import PDFReader  # noqa: E402
-from proxypointer.retrieval import Retriever, format_citation  # noqa: E402
+from proxypointer.config import PagesConfig, PDFConfig, ProxyPointerConfig, TreeConfig
+from proxypointer.read.readers import PDFReader
+from proxypointer.retrieve.context import Assembler
+from proxypointer.retrieve.retriever import Retriever, format_citation
 
 #: What opendataloader-pdf 2.5.16 writes for pdfdocs.write_report (checked by
 #: tests/integration/test_pdf_cli.py): Risk Factors starts mid-page 1 and runs on to page
@@ -210,7 +210,7 @@ def test_bad_pdfs_fail_alone_and_leave_nothing_stored(make_index, corpus, capsys
 
 
 def test_java_missing_fails_each_pdf_and_indexes_the_markdown(make_index, corpus, monkeypatch, tmp_path):
-    from proxypointer.pdf import OpenDataLoaderConverter
+    from proxypointer.read.pdf import OpenDataLoaderConverter
 
     monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
     index = make_index()
@@ -337,7 +337,7 @@ def test_conversion_key_is_the_source_key(tmp_path):
 
 
 def test_served_search_structure_and_section_carry_pages(make_index, corpus, fake_embedder):
-    from proxypointer.serve.common import Service
+    from proxypointer.serve.service import Service
 
     index, _ = pdf_index(make_index, {"report.pdf": REPORT_MD})
     index.ingest([corpus], show_progress=False)
@@ -385,7 +385,7 @@ def test_status_sees_a_changed_pdf_without_converting(make_index, corpus):
 
 
 def test_a_shared_conversion_cache_is_never_pruned_by_one_store(make_index, corpus, tmp_path):
-    from proxypointer.pdf import ConversionCache
+    from proxypointer.read.pdf import ConversionCache
 
     shared = tmp_path / "shared-conversions"
     ConversionCache(shared).put("ff" + "0" * 62, "<!-- page 1 -->\n\nother store's\n", "0" * 16)
@@ -423,8 +423,8 @@ def test_page_marked_documents_get_the_converter_rules_though_their_markers_are_
 
 def test_cli_tree_of_an_ingested_pdf_reads_the_stores_conversion(make_index, corpus, tmp_path, capsys, monkeypatch):
     # issue 32: `tree FILE.pdf` converted again (minutes for a filing) what the store keeps
-    from proxypointer import pdf
     from proxypointer.cli import main
+    from proxypointer.read import pdf
 
     index, conv = pdf_index(make_index, {"report.pdf": REPORT_MD})
     index.ingest([corpus], show_progress=False)

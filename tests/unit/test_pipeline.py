@@ -9,11 +9,11 @@ import pytest
 
 from proxypointer.config import ChunkingConfig, ProxyPointerConfig
 from proxypointer.errors import LockError, StoreError
-from proxypointer.pipeline import Index
-from proxypointer.readers import read_document
-from proxypointer.records import encode_record
-from proxypointer.retrieval import Retriever
-from proxypointer.tree import slice_lines, split_lines
+from proxypointer.index import Index
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.retrieve.retriever import Retriever
+from proxypointer.store.records import encode_record
 
 SMALL = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
 
@@ -88,7 +88,7 @@ def test_unchanged_documents_cost_no_parsing_and_no_embedding(tmp_path, make_ind
     ids = set(index.store.all_ids())
     n_calls = len(fake_embedder.calls)
 
-    import proxypointer.ingest as pl
+    import proxypointer.ingest.stages as pl
 
     def boom(*a, **k):
         raise AssertionError("an unchanged document was parsed or chunked")

@@ -1,4 +1,4 @@
-"""Preloading a store into the OS page cache (proxypointer.preload, Index.preload, serve.preload)."""
+"""Preloading a store into the OS page cache (proxypointer.store.preload, Index.preload, serve.preload)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from proxypointer.config import ProxyPointerConfig, ServeConfig, config_from_dict
 from proxypointer.errors import ConfigError, StoreNotFoundError
-from proxypointer.pipeline import Index
-from proxypointer.preload import preload_files, store_files
-from proxypointer.serve.common import Service
+from proxypointer.index import Index
+from proxypointer.serve.service import Service
+from proxypointer.store.preload import preload_files, store_files
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -66,7 +66,7 @@ def test_preload_skips_a_file_that_vanished_or_cannot_be_read_and_counts_it(tmp_
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", refuse)
-    with caplog.at_level("WARNING", logger="proxypointer.preload"):
+    with caplog.at_level("WARNING", logger="proxypointer.store.preload"):
         report = preload_files([unreadable, kept])
     assert (report.files, report.bytes_read, report.failed) == (1, 10, 1)
     assert report.summary().endswith("; 1 file could not be read")

@@ -1,6 +1,6 @@
 """The ``--engine ray`` transforms and the driver's commit logic, run in this process (no cluster).
 
-The transforms of ``proxypointer.distributed.ray_stages`` are plain functions and classes over
+The transforms of ``proxypointer.ingest.ray.stages`` are plain functions and classes over
 Arrow tables; here they are chained by hand on an embedded store, in the order Ray Data runs
 them, and their result is compared with ``Index.ingest``. The cluster itself is exercised by
 tests/integration/test_ray_ingest.py.
@@ -15,12 +15,12 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from proxypointer.config import ChunkingConfig, ProxyPointerConfig, StoreConfig  # noqa: E402
-from proxypointer.distributed import RayResources, check_store, ray_ingest  # noqa: E402
-from proxypointer.distributed import ray_stages as stages  # noqa: E402
-from proxypointer.distributed.ray_runner import _Sync  # noqa: E402
-from proxypointer.errors import ConfigError  # noqa: E402
-from proxypointer.ingest import IngestReport, finish_sync, plan_changed, start_sync  # noqa: E402
+from proxypointer.config import ChunkingConfig, ProxyPointerConfig, StoreConfig
+from proxypointer.errors import ConfigError
+from proxypointer.ingest.ray import RayResources, check_store, ray_ingest
+from proxypointer.ingest.ray import stages as stages
+from proxypointer.ingest.ray.runner import _Sync
+from proxypointer.ingest.stages import IngestReport, finish_sync, plan_changed, start_sync
 
 CFG = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
 STAGES = ("read", "tree", "chunking", "embedding", "store", "registry", "ray_start")
@@ -217,8 +217,8 @@ def test_embedded_store_is_refused_before_anything_is_written(tmp_path, make_ind
 
 def test_our_error_is_found_behind_rays_wrapping():
     """The CLI prints our one-line message, not Ray's traceback, when a worker raised it."""
-    from proxypointer.distributed.ray_runner import _our_error
     from proxypointer.errors import StoreError
+    from proxypointer.ingest.ray.runner import _our_error
 
     text = ("ray::MapWorker(MapBatches(EmbedActor)).submit()\n  File \"x.py\", line 1, in f\n"
             "proxypointer.errors.ConfigError: embedding.model: the actors' embedder is 'a', the store's 'b'\n\n"

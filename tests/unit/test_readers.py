@@ -7,10 +7,10 @@ import pickle
 
 import pytest
 
-from proxypointer.chunking import document_hash
 from proxypointer.errors import DocumentError
-from proxypointer.readers import MarkdownReader, ReadResult, decode_markdown, default_readers, read_document
-from proxypointer.tree import build_tree
+from proxypointer.lines import document_hash
+from proxypointer.read.readers import MarkdownReader, ReadResult, decode_markdown, default_readers, read_document
+from proxypointer.tree.build import build_tree
 
 ROTA = "# Shift rota\r\n\r\nNight shift starts at 22:00.\r\n"
 ROTA_TEXT = "# Shift rota\n\nNight shift starts at 22:00.\n"

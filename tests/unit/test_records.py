@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import zlib
 
-from proxypointer.records import decode_record, encode_record, lexical_text, record_content_hash, try_decode_record
+from proxypointer.store.records import (
+    decode_record,
+    encode_record,
+    lexical_text,
+    record_content_hash,
+    try_decode_record,
+)
 
 POINTER = {"doc_id": "d", "doc_hash": "h", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3}
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from proxypointer.labels import mentions_label, statements_in_query
-from proxypointer.references import (
+from proxypointer.lines import split_lines
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.labels import mentions_label, statements_in_query
+from proxypointer.tree.references import (
     Reference,
     detect_references,
     find_label_in_query,
@@ -15,7 +17,6 @@ from proxypointer.references import (
     reference_graph_json,
     resolve,
 )
-from proxypointer.tree import build_tree, split_lines
 
 
 def _doc(text: str):
@@ -302,7 +303,7 @@ def test_find_label_in_query_without_a_label(query):
 
 
 def test_credit_agreement_references_resolve(shared_dir):
-    from proxypointer.readers import read_document
+    from proxypointer.read.readers import read_document
 
     path = shared_dir / "bench" / "long_docs" / "credit_agreements" / "Emerson.md"
     if not path.is_file():
@@ -347,8 +348,8 @@ def loans(make_index, tmp_path):
 
 
 def test_retrieve_with_references_adds_the_cited_section_marked_reached_via(loans):
-    from proxypointer.references import ReferenceFollower
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.references import ReferenceFollower
+    from proxypointer.retrieve.retriever import Retriever
 
     got = ReferenceFollower(Retriever(loans)).retrieve("kettle factory term loan instalments", k=1)
     assert [(s.title, s.reached_via) for s in got] == [
@@ -363,8 +364,8 @@ def test_retrieve_with_references_adds_the_cited_section_marked_reached_via(loan
 
 
 def test_add_references_respects_the_budget_and_never_repeats_a_section(loans):
-    from proxypointer.references import ReferenceFollower
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.references import ReferenceFollower
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(loans)
     f = ReferenceFollower(r)
@@ -377,8 +378,8 @@ def test_add_references_respects_the_budget_and_never_repeats_a_section(loans):
 
 
 def test_query_label_goes_straight_to_the_section(loans):
-    from proxypointer.references import ReferenceFollower
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.references import ReferenceFollower
+    from proxypointer.retrieve.retriever import Retriever
 
     got = ReferenceFollower(Retriever(loans)).retrieve("summarise note 15", k=2, max_references=0)
     assert got[0].title == "Note 15 Leases" and got[0].reached_via == "query"
@@ -386,9 +387,9 @@ def test_query_label_goes_straight_to_the_section(loans):
 
 
 def test_follow_references_after_assemble_adds_whole_blocks(loans):
-    from proxypointer.context import Assembler
-    from proxypointer.references import ReferenceFollower
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.context import Assembler
+    from proxypointer.retrieve.references import ReferenceFollower
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(loans)
     blocks = Assembler(r).assemble("kettle factory term loan instalments", budget_tokens=27)
@@ -436,8 +437,8 @@ def test_lowercase_letter_label_after_a_bare_preposition_is_prose():
 
 
 def test_interleave_puts_the_referenced_section_after_its_citer(loans):
-    from proxypointer.references import ReferenceFollower
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.references import ReferenceFollower
+    from proxypointer.retrieve.retriever import Retriever
 
     r = Retriever(loans)
     f = ReferenceFollower(r)
@@ -453,7 +454,7 @@ def test_interleave_puts_the_referenced_section_after_its_citer(loans):
 
 
 def test_roadmap_lines_are_not_followed():
-    from proxypointer.references import DocumentReferences
+    from proxypointer.tree.references import DocumentReferences
 
     text = (
         "# Paper\n## Intro\n"
@@ -469,7 +470,7 @@ def test_roadmap_lines_are_not_followed():
 
 
 def test_contents_are_not_followed_and_focus_orders_targets():
-    from proxypointer.references import DocumentReferences
+    from proxypointer.tree.references import DocumentReferences
 
     text = (
         "Contents\nSection 1 Scope\nSection 2 Terms\n"

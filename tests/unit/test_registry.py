@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from proxypointer.errors import StaleSourceError
-from proxypointer.registry import Registry
+from proxypointer.store.registry import Registry
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_stats(reg):
 
 
 def test_record_copies_go_and_come_with_their_version(reg):
-    from proxypointer.records import encode_record
+    from proxypointer.store.records import encode_record
 
     meta = {"doc_id": "d", "doc_hash": "h1", "version": "v1", "node_id": "n", "start_line": 1, "end_line": 3,
             "level": 2, "empty_body": False}

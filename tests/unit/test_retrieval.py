@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
-from proxypointer.context import Assembler
-from proxypointer.delivery import Delivery
 from proxypointer.errors import ConfigError
-from proxypointer.retrieval import STATEMENT_HEAD_LINES, Retriever
-from proxypointer.store import Hit
+from proxypointer.retrieve.context import Assembler
+from proxypointer.retrieve.delivery import Delivery
+from proxypointer.retrieve.retriever import STATEMENT_HEAD_LINES, Retriever
+from proxypointer.store.chroma import Hit
 
 
 @pytest.fixture
@@ -210,7 +210,7 @@ def test_a_hit_deleted_during_the_query_searches_again(case27, monkeypatch):
 def test_doc_filter_searches_exactly_or_through_chroma_with_the_same_result(case27, monkeypatch, exact_limit):
     # Up to EXACT_SEARCH_MAX_CHUNKS live chunks, a doc_id filter scores the chunks' stored
     # vectors in numpy; above it, Chroma's filtered search runs. Both give the same sections.
-    import proxypointer.ranking as ranking
+    import proxypointer.retrieve.ranking as ranking
 
     idx, _ = case27
     monkeypatch.setattr(ranking, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
@@ -238,7 +238,7 @@ def _first_per_section(hits):
 
 
 def test_exact_doc_filter_scores_equal_chroma_cosine(case27, monkeypatch):
-    import proxypointer.ranking as ranking
+    import proxypointer.retrieve.ranking as ranking
 
     idx, _ = case27
     r = Retriever(idx).ranker
@@ -349,7 +349,7 @@ def data_store(tmp_path_factory):
     from fakes import HashingEmbedder
     from sections import count_sections
 
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     root = tmp_path_factory.mktemp("data-store")
     with Index(root, ProxyPointerConfig(), HashingEmbedder()) as idx:
@@ -359,7 +359,7 @@ def data_store(tmp_path_factory):
 
 
 def _retriever(store, fake_embedder, **retrieval):
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     cfg = ProxyPointerConfig(retrieval=RetrievalConfig(**retrieval))
     return Retriever(Index(store, cfg, fake_embedder))
@@ -466,7 +466,7 @@ def test_order_operators_filter_dense_and_lexical_hits_alike(data_store, fake_em
 
 def test_a_query_never_creates_a_store(tmp_path, fake_embedder):
     from proxypointer.errors import StoreError
-    from proxypointer.pipeline import Index
+    from proxypointer.index import Index
 
     missing = tmp_path / "typo"
     r = Retriever(Index(missing, ProxyPointerConfig(), fake_embedder))
@@ -485,7 +485,7 @@ def test_case_36_a_long_query_keeps_its_question(make_index, cases_dir, caplog):
     long_q = (case / "filler.txt").read_text().strip() + "\n\n" + question
     r = Retriever(idx)
     assert r.retrieve(question, k=1)[0].title == "Parental leave pay"
-    with caplog.at_level(logging.WARNING, logger="proxypointer.ranking"):
+    with caplog.at_level(logging.WARNING, logger="proxypointer.retrieve.ranking"):
         (s,) = r.retrieve(long_q, k=1)
     assert s.title == "Parental leave pay"
     n = idx.embedder.tokenizer.count(long_q)
@@ -495,7 +495,7 @@ def test_case_36_a_long_query_keeps_its_question(make_index, cases_dir, caplog):
 def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_old_version(
     make_index, tmp_path, monkeypatch
 ):
-    from proxypointer.ranking import Ranker
+    from proxypointer.retrieve.ranking import Ranker
 
     doc = tmp_path / "docs" / "guide.md"
     doc.parent.mkdir()
@@ -522,7 +522,7 @@ def test_a_writer_stopped_before_the_registry_flip_leaves_lexical_hits_of_the_ol
     (s,) = Retriever(reader).retrieve("descale with citric acid or vinegar", k=1)
     assert "vinegar" in s.text and "citric" not in s.text
     # the title index too: the new heading is not searchable, the old one is, at the live version
-    from proxypointer.lexical import lexical_terms
+    from proxypointer.store.terms import lexical_terms
 
     assert reader.registry.lexical.title_search(lexical_terms("limescale"), 10) == []
     rows = reader.registry.lexical.title_search(lexical_terms("kettle"), 10)
@@ -703,7 +703,7 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
     # Chroma fails a whole read by id when a writer deletes some of those ids meanwhile ("Error
     # finding id"): that is a document changed during the query, not a broken store.
     from proxypointer.errors import StaleSourceError, StoreError
-    from proxypointer.ranking import Ranker
+    from proxypointer.retrieve.ranking import Ranker
 
     doc = tmp_path / "docs" / "guide.md"
     doc.parent.mkdir()
@@ -742,7 +742,7 @@ def test_a_vector_read_that_races_a_writer_searches_again(make_index, tmp_path, 
 
 def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index, tmp_path, monkeypatch):
     from proxypointer.errors import StoreError
-    from proxypointer.ranking import Ranker
+    from proxypointer.retrieve.ranking import Ranker
 
     doc = tmp_path / "docs" / "guide.md"
     doc.parent.mkdir()
@@ -837,7 +837,7 @@ def test_a_moved_folder_ingested_again_cites_the_new_path(make_index, tmp_path):
     # new path, but every hit still named the old one, a file that no longer existed
     import shutil
 
-    from proxypointer.retrieval import Retriever
+    from proxypointer.retrieve.retriever import Retriever
 
     old = tmp_path / "corpus"
     shutil.copytree(DATA, old)
@@ -863,7 +863,7 @@ def test_a_document_whose_stored_source_is_missing_is_left_out_with_a_warning(tm
     rec = index.registry.get("menu")
     stored = next((tmp_path / "store").rglob(f"{rec.doc_hash}.md"))
     stored.unlink()
-    with caplog.at_level("WARNING", logger="proxypointer.retrieval"):
+    with caplog.at_level("WARNING", logger="proxypointer.retrieve.retriever"):
         found = Retriever(index).retrieve("What is the soup of the day?", k=2)
     assert [s.doc_id for s in found] == ["notes"]
     assert "menu: its stored source is missing" in caplog.text

@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from proxypointer.config import config_from_dict
-from proxypointer.evalrun import run_evaluation, settings_from_dict, system_specs
-from proxypointer.evaluation import load_benchmark
+from proxypointer.eval.benchmark import load_benchmark
+from proxypointer.eval.harness import run_evaluation, settings_from_dict, system_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("retrieval_lab", ROOT / "scripts" / "retrieval_lab.py")

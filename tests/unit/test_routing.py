@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from proxypointer.config import ProxyPointerConfig, RetrievalConfig
-from proxypointer.retrieval import Retriever
-from proxypointer.routing import NAMING_TITLE_WORDS, TitleRouter
+from proxypointer.retrieve.retriever import Retriever
+from proxypointer.retrieve.routing import NAMING_TITLE_WORDS, TitleRouter
 
 # Six small documents, more than the routing takes (title_routing_docs=2), so routing applies.
 DOCS = {
@@ -75,7 +75,7 @@ def test_a_title_shared_only_outside_the_scope_names_its_document(store):
 
 def test_the_named_title_is_removed_as_whole_words_only():
     # "Smart History vs Art History": the title "Art History" is the second one, not "...art History"
-    from proxypointer.routing import strip_titles
+    from proxypointer.retrieve.routing import strip_titles
 
     assert strip_titles("Smart History vs Art History: who used chiaroscuro?", ["Art History"]) == (
         "Smart History vs : who used chiaroscuro?"

@@ -1,4 +1,4 @@
-"""Serving layer (proxypointer.serve.common.Service): what both servers return, refuse and share."""
+"""Serving layer (proxypointer.serve.service.Service): what both servers return, refuse and share."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 
 from proxypointer.config import ProxyPointerConfig, ServeConfig
 from proxypointer.errors import LockError, StaleSourceError
-from proxypointer.pipeline import Index
-from proxypointer.retrieval import Retriever
-from proxypointer.serve.common import Service
+from proxypointer.index import Index
+from proxypointer.lines import slice_lines, split_lines
+from proxypointer.retrieve.retriever import Retriever
 from proxypointer.serve.concurrency import SharedEmbedder
 from proxypointer.serve.errors import BadRequest, Forbidden, NotFound, WriteBusy, status_of
-from proxypointer.tree import slice_lines, split_lines
+from proxypointer.serve.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -367,7 +367,7 @@ def test_shared_embedder_encodes_one_query_at_a_time(fake_embedder):
 def test_importing_proxypointer_and_help_load_no_server_packages():
     code = (
         "import sys, contextlib, io\n"
-        "import proxypointer, proxypointer.cli, proxypointer.serve, proxypointer.serve.common\n"
+        "import proxypointer, proxypointer.cli, proxypointer.serve, proxypointer.serve.service\n"
         "for argv in (['--help'], ['serve', '--help'], ['serve', 'http', '--help'], ['serve', 'mcp', '--help']):\n"
         "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "        proxypointer.cli.main(argv)\n"

@@ -8,10 +8,10 @@ import socket
 import numpy as np
 import pytest
 
-from proxypointer.chunking import Chunk
+from proxypointer.chunk.chunker import Chunk
 from proxypointer.config import StoreConfig
 from proxypointer.errors import StoreError
-from proxypointer.store import ChromaStore, chunk_metadata
+from proxypointer.store.chroma import ChromaStore, chunk_metadata
 
 SCALAR = (str, int, float, bool)
 
@@ -134,7 +134,7 @@ def test_only_chromas_own_failures_become_store_errors(store, monkeypatch):
 
 
 def test_a_collection_records_its_owner_and_refuses_another_store(tmp_path):
-    from proxypointer.store import OWNER_ID_KEY, OWNER_PATH_KEY
+    from proxypointer.store.chroma import OWNER_ID_KEY, OWNER_PATH_KEY
 
     a = ChromaStore(StoreConfig(collection="shared"), tmp_path, owner=("id-a", "/stores/a"))
     a.add([chunk(1)], vecs(1), "/x/d.md")
@@ -160,7 +160,7 @@ def test_a_collection_records_its_owner_and_refuses_another_store(tmp_path):
 
 
 def test_an_unmarked_collection_is_taken_only_if_empty_or_adopted(tmp_path):
-    from proxypointer.store import OWNER_ID_KEY
+    from proxypointer.store.chroma import OWNER_ID_KEY
 
     old = ChromaStore(StoreConfig(collection="legacy"), tmp_path)  # written before owners were marked
     old.add([chunk(1)], vecs(1), "/x/d.md")
@@ -185,7 +185,7 @@ def test_a_read_of_a_half_written_embedded_index_is_retried_on_a_reopened_client
     """Shared case 26: another process is still writing the HNSW files a fresh reader loads."""
     from chromadb.errors import InternalError
 
-    import proxypointer.store as store_mod
+    import proxypointer.store.chroma as store_mod
 
     monkeypatch.setattr(store_mod, "REOPEN_PAUSES_S", (0.0, 0.0, 0.0))
     store.add([chunk(i) for i in range(3)], vecs(3), "/x/d.md")
@@ -249,7 +249,7 @@ def test_a_store_at_the_same_or_an_older_generation_keeps_the_others(tmp_path):
 
 
 def test_a_writer_of_the_process_closes_stale_clients_first_and_none_while_it_writes(tmp_path):
-    from proxypointer.store import embedded_writer
+    from proxypointer.store.chroma import embedded_writer
 
     stale = ChromaStore(StoreConfig(), tmp_path, generation=1)
     before = stale.client

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.embedtext import EmbeddedText
-from proxypointer.tables import find_tables, render_tables
+from proxypointer.chunk.embedtext import EmbeddedText
+from proxypointer.chunk.tables import find_tables, render_tables
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -252,11 +252,11 @@ def test_embedded_text_of_plain_prose_is_the_source():
 def test_docstring_examples_hold():
     import doctest
 
-    import proxypointer.datauri
-    import proxypointer.embedtext
-    import proxypointer.tables
+    import proxypointer.chunk.datauri
+    import proxypointer.chunk.embedtext
+    import proxypointer.chunk.tables
 
-    for module in (proxypointer.tables, proxypointer.embedtext, proxypointer.datauri):
+    for module in (proxypointer.chunk.tables, proxypointer.chunk.embedtext, proxypointer.chunk.datauri):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

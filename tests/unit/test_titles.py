@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from proxypointer.chunking import chunk_document
+from proxypointer.chunk.chunker import chunk_document
 from proxypointer.config import DEFAULT_NOISE_TITLES, ChunkingConfig
-from proxypointer.readers import read_document
-from proxypointer.titles import (
+from proxypointer.embed.tokenizer import load_tokenizer
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree, find_headings
+from proxypointer.tree.titles import (
     arabic_to_roman,
     filing_label,
     heading_title,
@@ -27,8 +29,6 @@ from proxypointer.titles import (
     strip_attribute_list,
     title_words,
 )
-from proxypointer.tokenizer import load_tokenizer
-from proxypointer.tree import build_tree, find_headings
 
 
 def _case(cases_dir: Path, prefix: str) -> Path:

@@ -9,16 +9,9 @@ import pytest
 
 from proxypointer.config import TreeConfig
 from proxypointer.errors import StaleSourceError
-from proxypointer.readers import read_document
-from proxypointer.tree import (
-    PREAMBLE_ID,
-    DocumentTree,
-    build_tree,
-    find_headings,
-    normalise_text,
-    slice_lines,
-    split_lines,
-)
+from proxypointer.lines import normalise_text, slice_lines, split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import PREAMBLE_ID, DocumentTree, build_tree, find_headings
 
 BOLD = TreeConfig(bold_headings=True)
 NUMBERED = TreeConfig(numbered_headings=True)
@@ -847,8 +840,8 @@ def test_a_contents_item_column_and_a_named_notes_heading_still_nest_the_notes()
 
 
 def test_a_bare_number_is_an_item_only_between_the_items_around_it():
-    from proxypointer._converter import with_item_words
-    from proxypointer.tree import find_headings
+    from proxypointer.tree.build import find_headings
+    from proxypointer.tree.headings import with_item_words
 
     headings, _ = find_headings(CONTENTS_ITEM_COLUMN)
     named = {h.title for h in with_item_words(headings)}

@@ -15,7 +15,7 @@ import pytest
 from property.invariants import check_tree_invariants
 
 from proxypointer.config import TreeConfig
-from proxypointer.readers import read_document
+from proxypointer.read.readers import read_document
 
 COMMONMARK = TreeConfig(converter_output="off")
 ALL_MODES = TreeConfig(converter_output="on", bold_headings=True, numbered_headings=True, html_headings=True,

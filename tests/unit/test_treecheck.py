@@ -10,9 +10,10 @@ import pytest
 from proxypointer.cli import main
 from proxypointer.config import TreeConfig
 from proxypointer.errors import ConfigError, StaleSourceError
-from proxypointer.readers import read_document
-from proxypointer.tree import build_tree, split_lines
-from proxypointer.treecheck import TreeWarning, check_tree, tree_outline, tree_to_pageindex
+from proxypointer.lines import split_lines
+from proxypointer.read.readers import read_document
+from proxypointer.tree.build import build_tree
+from proxypointer.tree.check import TreeWarning, check_tree, tree_outline, tree_to_pageindex
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -230,8 +231,8 @@ def test_cli_converter_output_off_keeps_the_headings_as_written(tmp_path, capsys
 
 
 def test_the_outline_cuts_a_huge_title_and_says_how_long_it_was():
-    from proxypointer.tree import build_tree
-    from proxypointer.treecheck import OUTLINE_TITLE_MAX_CHARS, tree_outline
+    from proxypointer.tree.build import build_tree
+    from proxypointer.tree.check import OUTLINE_TITLE_MAX_CHARS, tree_outline
 
     title = "word " * 100_000
     out = tree_outline(build_tree(f"# {title}\ntext\n## Short\n", "doc"))
@@ -242,8 +243,9 @@ def test_the_outline_cuts_a_huge_title_and_says_how_long_it_was():
 
 
 def test_headings_written_with_a_no_break_space_are_reported_with_their_lines():
-    from proxypointer.tree import build_tree, split_lines
-    from proxypointer.treecheck import check_tree
+    from proxypointer.lines import split_lines
+    from proxypointer.tree.build import build_tree
+    from proxypointer.tree.check import check_tree
 
     text = (
         "# Manual\n\nIntro.\n\n##\u00a0Installation\n\nRun the installer.\n\n"
@@ -262,8 +264,9 @@ def test_converter_output_gets_its_no_break_space_headings_repaired():
     # issue 32: Word, Google Docs and some converters export "##" + U+00A0 + title. In converter
     # output (here: page markers) the rule makes them the headings they were meant to be.
     from proxypointer.config import TreeConfig
-    from proxypointer.tree import build_tree, split_lines
-    from proxypointer.treecheck import check_tree
+    from proxypointer.lines import split_lines
+    from proxypointer.tree.build import build_tree
+    from proxypointer.tree.check import check_tree
 
     text = (
         "<!-- page 1 -->\n\n# Manual\n\nIntro.\n\n##\u00a0Installation\u00a0##\nRun the installer.\n\n"

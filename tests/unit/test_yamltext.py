@@ -6,7 +6,7 @@ import pytest
 
 from proxypointer.config import load_config
 from proxypointer.errors import ConfigError, DocumentError
-from proxypointer.outline import load_outline
+from proxypointer.tree.outline import load_outline
 from proxypointer.yamltext import MAX_YAML_NODES, expanded_size, load_yaml
 
 

@@ -1,0 +1,10 @@
+"""Stage 1 of the model: texts -> vectors, and the tokenizer that counts word pieces.
+
+Modules:
+    tokenizer  the embedding model's tokenizer, without torch (word-piece counts)
+    embedder   sentence-transformers: texts -> L2-normalised float32 vectors (torch loads lazily)
+
+Imports only the base modules (config, errors).
+"""
+
+__all__: list[str] = []

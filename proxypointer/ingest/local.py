@@ -1,0 +1,281 @@
+"""The single-process runner: every stage of ``proxypointer.ingest.stages`` in this process.
+
+Behind ``Index.ingest``. Files are planned one at a time, each changed one parsed at once from
+the bytes just read, and chunks gathered across documents until ``batch_chunks``; then the
+group is embedded (cache first), written to Chroma together, and each document committed.
+A runner on another engine keeps the same order of stages per document and holds
+``Store.write_lock(create=True)`` for its whole run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..chunk.chunker import TokenCountCache
+from ..errors import EmptyDocumentError, ProxyPointerError, StoreError
+from ..progress import progress_bar, tick
+from ..read.discovery import SourceFile
+from ..read.readers import Reader
+from .maintenance import repair_one
+from .stages import (
+    IngestReport,
+    Pending,
+    PreparedDocument,
+    begin_documents,
+    commit_document,
+    embed_chunks,
+    empty_note,
+    finish_sync,
+    parse_file,
+    plan_changed,
+    prepare_document,
+    read_batch,
+    reads_in_batches,
+    set_aside,
+    start_sync,
+    write_documents,
+)
+
+if TYPE_CHECKING:
+    from ..store.folder import Store
+
+__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "INGEST_BAR_DELAY_S", "run_ingest"]
+
+logger = logging.getLogger(__name__)
+
+#: Forward passes (of ``embedding.batch_size`` texts) per encode call and cache transaction:
+#: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (STACK.md), the most an interruption loses.
+EMBED_GROUP_BATCHES = 8
+
+#: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
+#: (a 10-K's markdown is ~0.4 MB), and each call starts ``pdf.workers`` JVMs (~1 s each).
+BATCH_READ_FILES = 64
+
+
+#: Seconds before the ingest bar is first drawn (tqdm's ``delay``): an ingest that finds every
+#: file unchanged (or none) ends before it, with its one-line summary and no empty bar.
+INGEST_BAR_DELAY_S = 1.0
+
+
+class _Run:
+    """State of one single-process sync: report, progress bar and the group being gathered."""
+
+    def __init__(self, index: Store, show_progress: bool, batch_chunks: int) -> None:
+        self.index = index
+        self.registry = index.registry
+        self.store = index.store
+        self.batch_chunks = batch_chunks
+        self.group_size = index.config.embedding.batch_size * EMBED_GROUP_BATCHES
+        self.report = IngestReport(
+            stage_seconds=dict.fromkeys(
+                ("read", "convert", "tree", "chunking", "embedding", "store", "registry"), 0.0
+            )
+        )
+        self.pending: list[tuple[Pending, PreparedDocument]] = []
+        self.n_pending = 0
+        self.docs_done = 0
+        # shown after a second: a run with nothing to embed prints its summary line alone
+        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress,
+                                delay=INGEST_BAR_DELAY_S)
+
+    def doc_done(self, n: int = 1) -> None:
+        self.docs_done += n
+        self.bar.set_postfix_str(f"{self.docs_done}/{self.report.documents} docs", refresh=False)
+        tick(self.bar)
+
+    def fail(self, path: str, message: str) -> None:
+        self.report.failed.append((path, message))
+        logger.info("failed: %s", message)
+
+    def add(self, pending: Pending, doc: PreparedDocument) -> None:
+        self.pending.append((pending, doc))
+        self.n_pending += len(doc.chunks)
+        self.bar.total += len(doc.chunks)
+        tick(self.bar)
+        if self.n_pending >= self.batch_chunks:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            group, self.pending, self.n_pending = self.pending, [], 0
+            self._write(group)
+
+    def _write(self, group: list[tuple[Pending, PreparedDocument]]) -> None:
+        """Embed a group of documents, write them together, then make each one live."""
+        st = self.report.stage_seconds
+        reg, store = self.registry, self.store
+        t = time.perf_counter()
+        emb = embed_chunks(
+            [c for _, d in group for c in d.chunks],
+            self.index.embedder,
+            reg,
+            group_size=self.group_size,
+            on_progress=self.bar.update,
+        )
+        st["embedding"] += time.perf_counter() - t
+        self.report.embedded += emb.embedded
+        self.report.cached += emb.cached
+        parts: list[np.ndarray] = []
+        offset = 0
+        for _, d in group:
+            parts.append(emb.vectors[offset : offset + len(d.chunks)])
+            offset += len(d.chunks)
+        sources = [p.file.real_path for p, _ in group]
+        t = time.perf_counter()
+        begin_documents(reg, ((d, s) for (_, d), s in zip(group, sources, strict=True)))
+        st["registry"] += time.perf_counter() - t
+        t = time.perf_counter()
+        written = [i for i, (_, d) in enumerate(group) if d.chunks]
+        errors = write_documents(store, [(group[i][1].chunks, parts[i], sources[i]) for i in written])
+        refused = dict(zip(written, errors, strict=True))
+        st["store"] += time.perf_counter() - t
+        for i, ((p, d), source) in enumerate(zip(group, sources, strict=True)):
+            err = refused.get(i)
+            if err is not None:
+                # Nothing of the new version is live; remove what was written (or leave it to
+                # the next run's repair if Chroma refuses that too). Vectors stay cached.
+                self.fail(p.file.path, str(err))
+                try:
+                    repair_one(reg, store, reg.get(d.doc_id))
+                except ProxyPointerError as err2:
+                    logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
+                self.doc_done()
+                continue
+            t = time.perf_counter()
+            commit_document(reg, store, d, source, p.mtime, p.size)
+            st["registry"] += time.perf_counter() - t
+            self.report.indexed += 1
+            self.report.sections += d.n_sections
+            self.report.chunks += len(d.chunks)
+            self.doc_done()
+
+
+def run_ingest(
+    index: Store,
+    paths: Sequence[str | Path],
+    *,
+    prune: bool = False,
+    include_hidden: bool = False,
+    show_progress: bool = True,
+    batch_chunks: int = 512,
+) -> IngestReport:
+    """Run every stage of a sync in this process (the caller holds the write lock).
+
+    Files are planned one at a time and each changed one parsed at once from the bytes just
+    read; chunks are gathered across documents until ``batch_chunks``, then embedded, written
+    and committed together. The progress bar counts chunks (its total grows as documents are
+    chunked) and shows documents done. Files of a batch reader (PDF) come first: the changed
+    ones are converted together (``ingest.read_batch``: ``pdf.workers`` JVMs, a progress bar by
+    pages), then parsed; PDFs the reader cannot read here are set aside (``ingest.set_aside``).
+
+    Args:
+        index: The index (registry, store, embedder, config, readers).
+        paths: Files or folders.
+        prune: Also delete documents whose files are gone from the given folders, and drop
+            embedding-cache entries no live chunk uses.
+        include_hidden: Also read hidden and tool folders (see ``discovery``).
+        show_progress: Show the tqdm bar on stderr.
+        batch_chunks: Chunks gathered before one embed-and-write step.
+
+    Returns:
+        The report.
+    """
+    t0 = time.perf_counter()
+    registry = index.registry
+    found = start_sync(index, paths, include_hidden=include_hidden)
+    readers = index.readers
+    files, aside_failed, aside_notes = set_aside(found.files, readers)
+    run = _Run(index, show_progress, batch_chunks)
+    report, st = run.report, run.report.stage_seconds
+    report.failed.extend(found.failed)
+    report.failed.extend(aside_failed)
+    report.notes.extend(aside_notes)
+    for _path, note in aside_notes:
+        logger.info("%s", note)
+    report.documents = len(found.files) - len(aside_notes) + sum(1 for p, _ in found.failed if os.path.isfile(p))
+    key = index.pipeline_key
+    tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
+    cfg = index.config
+
+    def plan(file: SourceFile, reader: Reader) -> tuple[Pending, bytes] | None:
+        """Plan one file; None when it is unchanged or failed (recorded in the report)."""
+        planned = plan_changed(file, reader, registry, key, report)
+        if planned is None:
+            run.doc_done()
+        return planned
+
+    def prepare(file: SourceFile, make: Callable[[], PreparedDocument], pending: Pending) -> None:
+        """Parse and chunk one changed file and add it to the group being gathered."""
+        try:
+            doc = make()
+        except EmptyDocumentError as err:
+            note = empty_note(registry, file, err)
+            report.notes.append((file.path, note))
+            logger.info("%s", note)
+            run.doc_done()
+            return
+        except StoreError:
+            raise
+        except ProxyPointerError as err:  # e.g. a converter's missing dependency: this file fails
+            run.fail(file.path, str(err))
+            run.doc_done()
+            return
+        report.notes.extend((file.path, w) for w in doc.warnings)
+        run.add(pending, doc)
+
+    try:
+        # Readers that convert in batches (PDF): every changed file of the run converted together
+        # (in groups of BATCH_READ_FILES), before it is parsed.
+        batched = [f for f in files if reads_in_batches(readers[f.suffix])]
+        for start in range(0, len(batched), BATCH_READ_FILES):
+            todo: list[Pending] = []
+            for file in batched[start : start + BATCH_READ_FILES]:
+                planned = plan(file, readers[file.suffix])
+                if planned is not None:
+                    todo.append(planned[0])
+            by_reader: dict[int, list[Pending]] = {}
+            for pending in todo:
+                by_reader.setdefault(id(readers[pending.file.suffix]), []).append(pending)
+            for group in by_reader.values():
+                reader = readers[group[0].file.suffix]
+                results = read_batch(group, reader, show_progress=show_progress, stage_seconds=st)
+                for pending, result in zip(group, results, strict=True):
+                    if isinstance(result, ProxyPointerError):
+                        run.fail(pending.file.path, str(result))
+                        run.doc_done()
+                        continue
+                    prepare(
+                        pending.file,
+                        lambda r=result, p=pending: prepare_document(
+                            r, p.file.doc_id, key, cfg.tree, cfg.chunking, tokenizer, path=p.file.path,
+                            stage_seconds=st,
+                        ),
+                        pending,
+                    )
+        for file in files:
+            reader = readers[file.suffix]
+            if reads_in_batches(reader):
+                continue
+            planned = plan(file, reader)
+            if planned is None:
+                continue
+            pending, data = planned
+            prepare(
+                file,
+                lambda p=pending, d=data, r=reader: parse_file(
+                    p, r, key, cfg.tree, cfg.chunking, tokenizer, data=d, stage_seconds=st
+                ),
+                pending,
+            )
+        run.flush()
+    finally:
+        run.bar.close()
+    finish_sync(index, found, report, prune=prune, started=t0)
+    return report

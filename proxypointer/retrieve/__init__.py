@@ -1,0 +1,19 @@
+"""Stage 6b, the read path: query -> chunk hits -> sections -> context.
+
+Modules:
+    query         the sentences of a query and the question a focus ranking searches
+    routing       which documents a query names by their titles (BM25 over titles)
+    live          trees of live document versions, read from the registry and cached
+    labels        labels a query names, looked up in live documents
+    implied       sections a filing question implies without naming them
+    ranking       a query -> chunk hits, best first; hits -> scored sections
+    retriever     ``Retriever``: k distinct (doc_id, node_id) -> whole ``Section``s
+    delivery      what of a ranked section is delivered (subtree or own text + outline)
+    context       sections -> blocks of source lines within a context budget
+    references    cross-references of retrieved sections followed and added
+    conversation  follow-up queries and sessions
+
+Reads a :class:`~proxypointer.store.folder.Store`; never imports :mod:`proxypointer.ingest`.
+"""
+
+__all__: list[str] = []
