@@ -196,9 +196,10 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     )
     p.add_argument(
         "--benchmark",
-        required=True,
+        default="bench/tiny",
         metavar="DIR",
-        help="folder with docs/*.md (or docs/*.pdf with evidence_pages gold) and questions.jsonl",
+        help="folder with docs/*.md (or docs/*.pdf with evidence_pages gold) and questions.jsonl "
+        "(default: bench/tiny, the 14-question set shipped in the repository, run from its root)",
     )
     p.add_argument("--config", metavar="FILE", help="YAML config of the proxypointer system (default: built-in)")
     p.add_argument(
@@ -229,7 +230,10 @@ def _add_eval_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN
     p.add_argument(
         "--systems",
         default=",".join(("proxypointer", "flat", "flat-title", "sections-no-breadcrumb", "bm25-sections")),
-        help="comma-separated systems; for documents with pages also pages, bm25-pages",
+        help="comma-separated systems (default: all five): proxypointer (the configured pipeline), "
+        "flat (sliding windows, dense), flat-title (windows with the document title), "
+        "sections-no-breadcrumb (sections, dense), bm25-sections (sections, BM25); "
+        "for documents with pages also pages, bm25-pages",
     )
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap samples for 95%% intervals")
     p.add_argument("--cache", default=".proxypointer/eval-cache", metavar="DIR", help="folder of per-system stores")
