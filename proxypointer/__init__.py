@@ -29,15 +29,24 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .answer import Answerer
     from .chunk.chunker import Chunk
     from .index import Index
+    from .retrieve.context import Assembler, ContextBlock
+    from .retrieve.conversation import ConversationRetriever, Turn
+    from .retrieve.references import ReferenceFollower
     from .retrieve.retriever import Retriever, Section
+    from .store.folder import Store
     from .tree.build import DocumentTree, Node
 
 
 __all__ = [
+    "Answerer",
+    "Assembler",
     "Chunk",
     "ConfigError",
+    "ContextBlock",
+    "ConversationRetriever",
     "DocumentError",
     "DocumentTree",
     "Index",
@@ -47,16 +56,26 @@ __all__ = [
     "Node",
     "ProxyPointerConfig",
     "ProxyPointerError",
+    "ReferenceFollower",
     "Retriever",
     "Section",
     "StaleSourceError",
+    "Store",
     "StoreError",
     "StoreNotFoundError",
+    "Turn",
     "load_config",
 ]
 
 _LAZY = {
+    "Answerer": "answer",
+    "Assembler": "retrieve.context",
     "Chunk": "chunk.chunker",
+    "ContextBlock": "retrieve.context",
+    "ConversationRetriever": "retrieve.conversation",
+    "ReferenceFollower": "retrieve.references",
+    "Store": "store.folder",
+    "Turn": "retrieve.conversation",
     "Index": "index",
     "Retriever": "retrieve.retriever",
     "Section": "retrieve.retriever",

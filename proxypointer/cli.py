@@ -62,6 +62,20 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_ingest_parser(sub, common)
+    _add_query_parser(sub, common)
+    _add_ask_parser(sub, common)
+    _add_tree_parser(sub, common)
+    _add_maintenance_parser(sub, common)
+    _add_eval_parser(sub, common)
+    _add_serve_parser(sub, common)
+    _add_convert_parser(sub, common)
+    _global_options(parser)
+    return parser
+
+
+def _add_ingest_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    """Add the ``ingest`` command."""
     p = sub.add_parser("ingest", parents=[common], help="index markdown and PDF files or folders (incremental sync)")
     p.add_argument(
         "paths",
@@ -95,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_args(p)
     _add_tree_flags(p)
 
+
+def _add_query_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    """Add the ``query`` command."""
     p = sub.add_parser("query", parents=[common], help="retrieve the best whole sections for a question")
     p.add_argument("question", help="question or keywords")
     p.add_argument("-k", type=int, default=None, help="number of sections (default: retrieval.k, 5)")
@@ -109,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_store_args(p)
 
+
+def _add_ask_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    """Add the ``ask`` command."""
     p = sub.add_parser(
         "ask", parents=[common], help="answer a question from the best sections, with citations (needs an llm: config)"
     )
@@ -124,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the answer (or, without an LLM, the context) as JSON")
     _add_store_args(p)
 
+
+def _add_tree_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    """Add the ``tree`` command."""
     p = sub.add_parser(
         "tree", parents=[common], help="show the skeleton tree of markdown or PDF files (with pages if they have them)"
     )
@@ -151,6 +174,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="YAML config")
     _add_tree_flags(p)
 
+
+def _add_maintenance_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
+    """Add the ``status``, ``delete`` and ``check`` commands."""
     p = sub.add_parser("status", parents=[common], help="documents, sections, chunks, model, store, stale sources")
     p.add_argument("--json", action="store_true")
     p.add_argument("--docs", action="store_true", help="also list each document: doc_id, sections, chunks, source")
@@ -164,11 +190,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="remove stray chunks and finish interrupted runs")
     p.add_argument("--json", action="store_true")
     _add_store_args(p)
-    _add_eval_parser(sub, common)
-    _add_serve_parser(sub, common)
-    _add_convert_parser(sub, common)
-    _global_options(parser)
-    return parser
 
 
 def _add_convert_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
@@ -492,7 +513,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 def _cmd_tree(args: argparse.Namespace) -> int:
     from .lines import split_lines
     from .read.readers import default_readers, read_bytes
-    from .tree.build import build_tree, explain_headings
+    from .tree.build import build_tree
     from .tree.pages import stored_page_map
 
     cfg = _config(args)
@@ -516,75 +537,88 @@ def _cmd_tree(args: argparse.Namespace) -> int:
             status = max(status, _print_gold(f, args.gold, tree, page_span, pages, args.json))
             continue
         if args.check:
-            from .tree.check import TreeWarning, check_tree
-
-            lines = split_lines(text)
-            report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
-            findings = check_tree(tree, lines, report=report)
-            # what the reader could not place (a printed contents' entries that match no line)
-            findings = [TreeWarning("unplaced-contents", 0, w.split(": ", 1)[-1], "note") for w in read.warnings
-                        if "printed contents" in w] + list(findings)
-            n_warnings = sum(1 for w in findings if w.severity == "warning")
-            if fmt == "json":
-                print(json.dumps({"file": f, "nodes": len(tree.nodes), "warnings": n_warnings,
-                                  "findings": [{"code": w.code, "line": w.line, "severity": w.severity,
-                                                "message": w.message} for w in findings]},
-                                 ensure_ascii=False))
-            else:
-                for w in findings:
-                    print(w.format(f))
-                if not n_warnings:
-                    print(f"{f}: ok ({len(tree.nodes)} nodes)")
-            status = status or (1 if n_warnings else 0)
+            status = _print_check(f, read, tree, cfg, fmt) or status
             continue
         if args.refs:
             _print_refs(f, tree, split_lines(text), args.json)
             continue
-        if fmt == "json":
-            print(
-                json.dumps(
-                    {
-                        "doc_id": tree.doc_id,
-                        "line_count": tree.line_count,
-                        "nodes": [
-                            {
-                                "node_id": n.node_id,
-                                "title": n.title,
-                                "level": n.level,
-                                "start_line": n.start_line,
-                                "end_line": n.end_line,
-                                "body_end_line": n.body_end_line,
-                                "parent_id": n.parent_id,
-                                "kind": n.kind,
-                                "page_start": page_span(n)[0],
-                                "page_end": page_span(n)[1],
-                            }
-                            for n in tree.nodes
-                        ],
-                        "page_count": pages.page_count if pages is not None else 0,
-                    },
-                    indent=2,
-                    ensure_ascii=False,
-                )
-            )
-        elif fmt == "pageindex":
-            from .tree.check import tree_to_pageindex
-
-            doc = tree_to_pageindex(tree)
-            doc["doc_name"] = path.name
-            print(json.dumps(doc, indent=2, ensure_ascii=False))
-        else:
-            from .tree.check import tree_outline
-
-            if pages is None:
-                print(f"{f} ({tree.line_count} lines)")
-                print(tree_outline(tree))
-            else:
-                print(f"{f} ({tree.line_count} lines, {pages.page_count} pages)")
-                for row, node in zip(tree_outline(tree).split("\n"), tree.nodes, strict=True):
-                    a, b = page_span(node)
-                    print(f"{row}  " + (f"p. {a}" if a == b else f"pp. {a}-{b}") if a else row)
+        _print_tree(f, tree, pages, page_span, fmt)
     return status
+
+
+def _print_check(f: str, read, tree, cfg, fmt: str) -> int:  # noqa: ANN001
+    """Print ``tree --check``'s findings for one file; return 1 when one is a warning, else 0."""
+    from .lines import split_lines
+    from .tree.build import explain_headings
+    from .tree.check import TreeWarning, check_tree
+
+    text = read.text
+    lines = split_lines(text)
+    report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
+    findings = check_tree(tree, lines, report=report)
+    # what the reader could not place (a printed contents' entries that match no line)
+    findings = [TreeWarning("unplaced-contents", 0, w.split(": ", 1)[-1], "note") for w in read.warnings
+                if "printed contents" in w] + list(findings)
+    n_warnings = sum(1 for w in findings if w.severity == "warning")
+    if fmt == "json":
+        print(json.dumps({"file": f, "nodes": len(tree.nodes), "warnings": n_warnings,
+                          "findings": [{"code": w.code, "line": w.line, "severity": w.severity,
+                                        "message": w.message} for w in findings]},
+                         ensure_ascii=False))
+    else:
+        for w in findings:
+            print(w.format(f))
+        if not n_warnings:
+            print(f"{f}: ok ({len(tree.nodes)} nodes)")
+    return 1 if n_warnings else 0
+
+
+def _print_tree(f: str, tree, pages, page_span, fmt: str) -> None:  # noqa: ANN001
+    """Print one file's tree as ``json``, ``pageindex`` or a readable outline (pages if known)."""
+    if fmt == "json":
+        print(
+            json.dumps(
+                {
+                    "doc_id": tree.doc_id,
+                    "line_count": tree.line_count,
+                    "nodes": [
+                        {
+                            "node_id": n.node_id,
+                            "title": n.title,
+                            "level": n.level,
+                            "start_line": n.start_line,
+                            "end_line": n.end_line,
+                            "body_end_line": n.body_end_line,
+                            "parent_id": n.parent_id,
+                            "kind": n.kind,
+                            "page_start": page_span(n)[0],
+                            "page_end": page_span(n)[1],
+                        }
+                        for n in tree.nodes
+                    ],
+                    "page_count": pages.page_count if pages is not None else 0,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    elif fmt == "pageindex":
+        from .tree.check import tree_to_pageindex
+
+        doc = tree_to_pageindex(tree)
+        doc["doc_name"] = Path(f).name
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        from .tree.check import tree_outline
+
+        if pages is None:
+            print(f"{f} ({tree.line_count} lines)")
+            print(tree_outline(tree))
+        else:
+            print(f"{f} ({tree.line_count} lines, {pages.page_count} pages)")
+            for row, node in zip(tree_outline(tree).split("\n"), tree.nodes, strict=True):
+                a, b = page_span(node)
+                print(f"{row}  " + (f"p. {a}" if a == b else f"pp. {a}-{b}") if a else row)
 
 
 def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int:  # noqa: ANN001

@@ -188,7 +188,7 @@ def _splitter(size: int, overlap: int, count: Callable[[str], int]):
 def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:
     """Character spans ``[start, end)`` of each piece in ``text``, in order.
 
-    langchain's ``add_start_index`` is wrong with token-sized overlapping chunks (STACK.md),
+    langchain's ``add_start_index`` is wrong with token-sized overlapping chunks (docs/stack.md),
     so each piece is searched for from just after the previous piece's start.
     """
     spans: list[tuple[int, int]] = []

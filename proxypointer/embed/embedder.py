@@ -1,7 +1,7 @@
 """Embedding: texts -> L2-normalised float32 vectors, with sentence-transformers.
 
 ``import proxypointer`` never imports torch or sentence-transformers (about 7 s here,
-STACK.md); the model loads on the first ``encode`` call, offline, from a local folder.
+docs/stack.md); the model loads on the first ``encode`` call, offline, from a local folder.
 Loading changes no process-wide state: no environment variable, no other library's logger
 level or progress-bar setting (options are passed per call instead).
 """

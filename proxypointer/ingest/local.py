@@ -51,7 +51,7 @@ __all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "INGEST_BAR_DELAY_S", "run
 logger = logging.getLogger(__name__)
 
 #: Forward passes (of ``embedding.batch_size`` texts) per encode call and cache transaction:
-#: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (STACK.md), the most an interruption loses.
+#: 8 x 16 texts is ~6 s of MiniLM on 2 CPU cores (docs/stack.md), the most an interruption loses.
 EMBED_GROUP_BATCHES = 8
 
 #: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
@@ -188,36 +188,60 @@ def run_ingest(
         The report.
     """
     t0 = time.perf_counter()
-    registry = index.registry
     found = start_sync(index, paths, include_hidden=include_hidden)
-    readers = index.readers
-    files, aside_failed, aside_notes = set_aside(found.files, readers)
+    files, aside_failed, aside_notes = set_aside(found.files, index.readers)
     run = _Run(index, show_progress, batch_chunks)
-    report, st = run.report, run.report.stage_seconds
+    report = run.report
     report.failed.extend(found.failed)
     report.failed.extend(aside_failed)
     report.notes.extend(aside_notes)
     for _path, note in aside_notes:
         logger.info("%s", note)
     report.documents = len(found.files) - len(aside_notes) + sum(1 for p, _ in found.failed if os.path.isfile(p))
-    key = index.pipeline_key
-    tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
-    cfg = index.config
+    files_run = _Files(index, run, show_progress)
+    try:
+        files_run.read_batched([f for f in files if reads_in_batches(index.readers[f.suffix])])
+        files_run.read_each([f for f in files if not reads_in_batches(index.readers[f.suffix])])
+        run.flush()
+    finally:
+        run.bar.close()
+    finish_sync(index, found, report, prune=prune, started=t0)
+    return report
 
-    def plan(file: SourceFile, reader: Reader) -> tuple[Pending, bytes] | None:
+
+class _Files:
+    """Plans, reads, parses and chunks the files of one run, handing each document to its ``_Run``.
+
+    Args:
+        index: The store (registry, readers, config, pipeline key, embedder's tokenizer).
+        run: Where prepared documents go (gathered, embedded, written) and failures are recorded.
+        show_progress: Show the batch readers' progress bars (PDF pages).
+    """
+
+    def __init__(self, index: Store, run: _Run, show_progress: bool) -> None:
+        self.registry = index.registry
+        self.readers = index.readers
+        self.config = index.config
+        self.key = index.pipeline_key
+        self.tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
+        self.run = run
+        self.show_progress = show_progress
+
+    def plan(self, file: SourceFile, reader: Reader) -> tuple[Pending, bytes] | None:
         """Plan one file; None when it is unchanged or failed (recorded in the report)."""
-        planned = plan_changed(file, reader, registry, key, report)
+        planned = plan_changed(file, reader, self.registry, self.key, self.run.report)
         if planned is None:
-            run.doc_done()
+            self.run.doc_done()
         return planned
 
-    def prepare(file: SourceFile, make: Callable[[], PreparedDocument], pending: Pending) -> None:
+    def prepare(self, file: SourceFile, make: Callable[[], PreparedDocument], pending: Pending) -> None:
         """Parse and chunk one changed file and add it to the group being gathered."""
+        run = self.run
         try:
             doc = make()
         except EmptyDocumentError as err:
-            note = empty_note(registry, file, err)
-            report.notes.append((file.path, note))
+            note = empty_note(self.registry, file, err)
+            run.report.notes.append((file.path, note))
             logger.info("%s", note)
             run.doc_done()
             return
@@ -227,17 +251,19 @@ def run_ingest(
             run.fail(file.path, str(err))
             run.doc_done()
             return
-        report.notes.extend((file.path, w) for w in doc.warnings)
+        run.report.notes.extend((file.path, w) for w in doc.warnings)
         run.add(pending, doc)
 
-    try:
-        # Readers that convert in batches (PDF): every changed file of the run converted together
-        # (in groups of BATCH_READ_FILES), before it is parsed.
-        batched = [f for f in files if reads_in_batches(readers[f.suffix])]
+    def read_batched(self, batched: list[SourceFile]) -> None:
+        """Read the files of readers that convert in batches (PDF), then parse them one by one.
+
+        The changed files of each group of ``BATCH_READ_FILES`` are converted together.
+        """
+        readers, cfg, st = self.readers, self.config, self.run.report.stage_seconds
         for start in range(0, len(batched), BATCH_READ_FILES):
             todo: list[Pending] = []
             for file in batched[start : start + BATCH_READ_FILES]:
-                planned = plan(file, readers[file.suffix])
+                planned = self.plan(file, readers[file.suffix])
                 if planned is not None:
                     todo.append(planned[0])
             by_reader: dict[int, list[Pending]] = {}
@@ -245,37 +271,34 @@ def run_ingest(
                 by_reader.setdefault(id(readers[pending.file.suffix]), []).append(pending)
             for group in by_reader.values():
                 reader = readers[group[0].file.suffix]
-                results = read_batch(group, reader, show_progress=show_progress, stage_seconds=st)
+                results = read_batch(group, reader, show_progress=self.show_progress, stage_seconds=st)
                 for pending, result in zip(group, results, strict=True):
                     if isinstance(result, ProxyPointerError):
-                        run.fail(pending.file.path, str(result))
-                        run.doc_done()
+                        self.run.fail(pending.file.path, str(result))
+                        self.run.doc_done()
                         continue
-                    prepare(
+                    self.prepare(
                         pending.file,
                         lambda r=result, p=pending: prepare_document(
-                            r, p.file.doc_id, key, cfg.tree, cfg.chunking, tokenizer, path=p.file.path,
+                            r, p.file.doc_id, self.key, cfg.tree, cfg.chunking, self.tokenizer, path=p.file.path,
                             stage_seconds=st,
                         ),
                         pending,
                     )
+
+    def read_each(self, files: list[SourceFile]) -> None:
+        """Read the files of the other readers (markdown): each planned, then parsed from its bytes."""
+        cfg, st = self.config, self.run.report.stage_seconds
         for file in files:
-            reader = readers[file.suffix]
-            if reads_in_batches(reader):
-                continue
-            planned = plan(file, reader)
+            reader = self.readers[file.suffix]
+            planned = self.plan(file, reader)
             if planned is None:
                 continue
             pending, data = planned
-            prepare(
+            self.prepare(
                 file,
                 lambda p=pending, d=data, r=reader: parse_file(
-                    p, r, key, cfg.tree, cfg.chunking, tokenizer, data=d, stage_seconds=st
+                    p, r, self.key, cfg.tree, cfg.chunking, self.tokenizer, data=d, stage_seconds=st
                 ),
                 pending,
             )
-        run.flush()
-    finally:
-        run.bar.close()
-    finish_sync(index, found, report, prune=prune, started=t0)
-    return report

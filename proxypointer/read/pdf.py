@@ -7,7 +7,7 @@ key a stored source is filed under) or a :class:`FailedPDF` naming the file and 
 A bad file never stops the others.
 
 The default converter is opendataloader-pdf (Apache-2.0; rule-based, CPU only; a Java CLI,
-needs a Java 11+ runtime), called as STACK.md records: markdown output, page separator
+needs a Java 11+ runtime), called as docs/stack.md records: markdown output, page separator
 ``<!-- page %page-number% -->``, images off, page headers and footers left out (its default;
 ``--include-header-footer`` "Include page headers and footers in output" keeps them), one
 thread per JVM (its ``--threads`` help: "Default: 1 (sequential, stable)"), so the output of

@@ -134,51 +134,10 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
     # entries in page order (stable): bookmarks listed out of order still land on their pages
     entries = tuple(sorted(outline.entries, key=lambda e: e.page))
     skip = frozenset(m - 1 for m in marker_lines) | frozenset(n - 1 for n in outline.read_from)
-    cands = _candidates(lines, skip)
-    by_page: dict[int, list[int]] = {}
-    for i in cands:
-        by_page.setdefault(line_pages[i], []).append(i)
-    texts = {i: _line_text(lines[i]) for i in cands}
-    keys = {i: match_key(t) for i, t in texts.items()}
-    # lines that open with a list number ("- 2. Debt"), kept with it: the number may be a note's
-    numbered = {i: t for i in cands if (t := _numbered_text(lines[i])) != texts[i]}
-
-    def fits(e_title: str, i: int) -> bool:
-        text = texts[i]
-        if ends_in_folio(text) and not ends_in_folio(e_title):
-            return False  # a line of a table of contents: the title, then its page number
-        if _CONTINUED.search(text) and not _CONTINUED.search(e_title):
-            return False  # "2. Restructuring (Continued)": the section started a page before
-        if not title_match(e_title, text) and not (i in numbered and title_match(e_title, numbered[i])):
-            return False
-        # a line whose words barely overlap the title's is a sentence that mentions it
-        tk, lk = match_key(e_title), keys[i]
-        return len(lk) <= len(tk) + 12 or lk[: len(tk)] == tk
-
-    def strong(e_title: str, i: int) -> bool:
-        """Tell whether the line is the title (a few words more at most) or a heading already."""
-        extra = len(keys[i]) - len(match_key(e_title))
-        return lines[i].lstrip().startswith("#") or extra <= OUTLINE_LINE_MAX_EXTRA_WORDS
-
-    def matches(k: int) -> list[int]:
-        e = entries[k]
-        found = [i for p in range(e.page - page_slack, e.page + page_slack + 1)
-                 for i in by_page.get(p, []) if fits(e.title, i)]
-        # a line that is the title beats one that runs on ("Item 8 of this Annual Report ...")
-        best = [i for i in found if strong(e.title, i)]
-        return best or found
-
-    slot_of = align_monotone(len(entries), len(lines), matches)
-    # an entry left unplaced goes just before the line of the first entry of its own that
-    # has one (the entries after it, deeper than it): the section holds its children, whatever
-    # the page printed beside it ("Item 2. Management's Discussion", printed only in a 10-Q's
-    # contents, before the first of its sections found in the text)
-    anchor = list(slot_of)
-    for k in range(len(entries)):
-        m = k + 1
-        while anchor[k] < 0 and m < len(entries) and entries[m].level > entries[k].level:
-            anchor[k] = slot_of[m]
-            m += 1
+    found = _CandidateLines(lines, line_pages, skip)
+    keys = found.keys
+    slot_of = align_monotone(len(entries), len(lines), lambda k: found.matches(entries[k], page_slack))
+    anchor = _anchors(entries, slot_of)
     replace: dict[int, str] = {}
     before: dict[int, list[str]] = {}  # 0-based line -> heading lines inserted before it
     first_of_page: dict[int, int] = {}
@@ -223,6 +182,78 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
         before.setdefault(at, []).append(heading)
         inserted += 1
         floor = at
+    out = _joined(lines, before, replace)
+    logger.debug("%s: %d entries on their lines, %d inserted, %d unplaced", outline.source, placed, inserted,
+                 len(unplaced))
+    return Placement(out, placed, inserted, tuple(unplaced))
+
+
+class _CandidateLines:
+    """The lines of converted text where an outline entry may stand, by page, with match keys.
+
+    Args:
+        lines: The converted text's lines.
+        line_pages: 1-based page of each line.
+        skip: 0-based lines that are never an entry's line (page markers, a printed contents).
+    """
+
+    def __init__(self, lines: Sequence[str], line_pages: Sequence[int], skip: frozenset[int]) -> None:
+        self.lines = lines
+        cands = _candidates(lines, skip)
+        self.by_page: dict[int, list[int]] = {}
+        for i in cands:
+            self.by_page.setdefault(line_pages[i], []).append(i)
+        self.texts = {i: _line_text(lines[i]) for i in cands}
+        self.keys = {i: match_key(t) for i, t in self.texts.items()}
+        # lines that open with a list number ("- 2. Debt"), kept with it: the number may be a note's
+        self.numbered = {i: t for i in cands if (t := _numbered_text(lines[i])) != self.texts[i]}
+
+    def fits(self, e_title: str, i: int) -> bool:
+        """Tell whether line ``i`` (0-based) may be the heading of an entry titled ``e_title``."""
+        text = self.texts[i]
+        if ends_in_folio(text) and not ends_in_folio(e_title):
+            return False  # a line of a table of contents: the title, then its page number
+        if _CONTINUED.search(text) and not _CONTINUED.search(e_title):
+            return False  # "2. Restructuring (Continued)": the section started a page before
+        if not title_match(e_title, text) and not (i in self.numbered and title_match(e_title, self.numbered[i])):
+            return False
+        # a line whose words barely overlap the title's is a sentence that mentions it
+        tk, lk = match_key(e_title), self.keys[i]
+        return len(lk) <= len(tk) + 12 or lk[: len(tk)] == tk
+
+    def strong(self, e_title: str, i: int) -> bool:
+        """Tell whether the line is the title (a few words more at most) or a heading already."""
+        extra = len(self.keys[i]) - len(match_key(e_title))
+        return self.lines[i].lstrip().startswith("#") or extra <= OUTLINE_LINE_MAX_EXTRA_WORDS
+
+    def matches(self, e: OutlineEntry, page_slack: int) -> list[int]:
+        """Lines (0-based) an entry may stand on, within ``page_slack`` pages of its page."""
+        found = [i for p in range(e.page - page_slack, e.page + page_slack + 1)
+                 for i in self.by_page.get(p, []) if self.fits(e.title, i)]
+        # a line that is the title beats one that runs on ("Item 8 of this Annual Report ...")
+        best = [i for i in found if self.strong(e.title, i)]
+        return best or found
+
+
+def _anchors(entries: Sequence[OutlineEntry], slot_of: Sequence[int]) -> list[int]:
+    """Where each entry may go when unplaced: the line of the first of its own that has one.
+
+    An entry left unplaced goes just before the line of the first entry of its own that has
+    one (the entries after it, deeper than it): the section holds its children, whatever the
+    page printed beside it ("Item 2. Management's Discussion", printed only in a 10-Q's
+    contents, before the first of its sections found in the text). -1: none.
+    """
+    anchor = list(slot_of)
+    for k in range(len(entries)):
+        m = k + 1
+        while anchor[k] < 0 and m < len(entries) and entries[m].level > entries[k].level:
+            anchor[k] = slot_of[m]
+            m += 1
+    return anchor
+
+
+def _joined(lines: Sequence[str], before: dict[int, list[str]], replace: dict[int, str]) -> list[str]:
+    """Return the lines with headings inserted before (``before``) and written over (``replace``) lines."""
     out: list[str] = []
     for i in range(len(lines) + 1):
         for h in before.get(i, []):
@@ -231,6 +262,4 @@ def apply_outline(lines: Sequence[str], line_pages: Sequence[int], outline: Outl
             out.append(replace.get(i, lines[i]))
             if i in replace and i + 1 < len(lines) and lines[i + 1].strip():
                 out.append("")  # the heading ends here; the next line is text of its own
-    logger.debug("%s: %d entries on their lines, %d inserted, %d unplaced", outline.source, placed, inserted,
-                 len(unplaced))
-    return Placement(out, placed, inserted, tuple(unplaced))
+    return out

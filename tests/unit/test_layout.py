@@ -170,3 +170,27 @@ def test_a_broken_layout_is_caught(tmp_path):
     targets = _imports("proxypointer.chunk.chunker", path)
     assert "proxypointer.retrieve.retriever" in targets
     assert RANK[_unit("proxypointer.retrieve.retriever")] >= RANK[_unit("proxypointer.chunk.chunker")]
+
+
+@pytest.mark.parametrize("old", sorted(__import__("proxypointer._moved", fromlist=["MOVED"]).MOVED))
+def test_old_module_paths_still_import_for_one_release(old):
+    from proxypointer._moved import MOVED
+
+    module = importlib.import_module(f"proxypointer.{old}")
+    names = dir(module)
+    assert names, f"proxypointer.{old} shows no names"
+    targets = [importlib.import_module(f"proxypointer.{t}") for t in MOVED[old]]
+    public = next(n for t in targets for n in getattr(t, "__all__", ()))
+    with pytest.warns(DeprecationWarning, match=r"the old path works for one release"):
+        got = getattr(module, public)
+    assert any(getattr(t, public, None) is got for t in targets)  # the same object, not a copy
+
+
+def test_an_old_path_gives_the_new_objects_and_names_the_new_module():
+    with pytest.warns(DeprecationWarning, match=r"proxypointer\.retrieval is now proxypointer\.retrieve\.retriever"):
+        from proxypointer.retrieval import Retriever as Old
+    from proxypointer.retrieve.retriever import Retriever
+
+    assert Old is Retriever
+    with pytest.raises(ImportError):
+        from proxypointer.retrieval import NoSuchName  # noqa: F401
