@@ -11,9 +11,10 @@ first use.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import _moved
+from ._moved import lazy_names
 from ._version import __version__ as __version__
 from .config import ProxyPointerConfig, load_config
 from .errors import (
@@ -86,10 +87,4 @@ _LAZY = {
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 _moved.install()
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'proxypointer' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {name: f".{module}" for name, module in _LAZY.items()})

@@ -19,9 +19,10 @@ import importlib.machinery
 import sys
 import types
 import warnings
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "install", "lazy_names"]
 
 #: Old module (under ``proxypointer.``) -> the modules that hold its names now, searched in
 #: order. Old modules that became packages (``tree``, ``store``, ``ingest``) are not here:
@@ -135,3 +136,22 @@ def install() -> None:
     """Put the finder of old module paths on ``sys.meta_path`` (once; idempotent)."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.append(_FINDER)
+
+
+def lazy_names(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+    """Return a module ``__getattr__`` that imports each exported name on first use.
+
+    The package re-exports without importing: ``import proxypointer`` (or ``proxypointer.store``)
+    loads nothing heavy, and ``from proxypointer.store import ChromaStore`` still works.
+
+    Args:
+        package: The package's ``__name__``.
+        exports: Name -> module that defines it, relative to ``package`` (``".chroma"``).
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in exports:
+            return getattr(importlib.import_module(exports[name], package), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

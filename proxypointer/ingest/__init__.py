@@ -13,7 +13,7 @@ keeps working (the names of the old ``proxypointer.ingest`` module).
 
 from __future__ import annotations
 
-from typing import Any
+from .._moved import lazy_names
 
 __all__ = [
     "Embedded",
@@ -67,10 +67,4 @@ _EXPORTS = {
     "write_vectors": ".stages",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _EXPORTS)

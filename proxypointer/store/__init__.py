@@ -6,9 +6,14 @@ Modules:
     db            the SQLite connection, schema, meta and generation the parts share
     sources       stored normalised texts, content-addressed by hash
     embedcache    vectors by model and content hash
-    lexical       BM25 over live chunks and section titles (SQLite FTS5)
+    livechunks    which chunk ids are live, and the copies of their Chroma records
+    lexical       BM25 over live chunks and section titles (SQLite FTS5), kept in step:
+    fts             the tokenizer, row budgets and query planning both indexes share
+    chunkindex      the chunk index (``chunks_fts``)
+    titleindex      the section title index (``titles_fts``)
     records     stored formats: a chunk's record copy
     chroma      the Chroma adapter: pointer metadata, batched writes, cosine queries
+    chromaclient  the Chroma client opened, shared per folder and closed; the owner mark
     filters     metadata filters with one meaning on every search path
     terms       words of lexical search (query terms, title fields, name words)
     preload     reading a store's files into the OS page cache
@@ -19,7 +24,7 @@ Modules:
 
 from __future__ import annotations
 
-from typing import Any
+from .._moved import lazy_names
 
 __all__ = [
     "ChromaStore",
@@ -41,10 +46,4 @@ _EXPORTS = {
     "is_chroma_error": ".chroma",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _EXPORTS)

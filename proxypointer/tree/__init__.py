@@ -22,7 +22,7 @@ working as before the package was split (the names of the old ``proxypointer.tre
 
 from __future__ import annotations
 
-from typing import Any
+from .._moved import lazy_names
 
 __all__ = [
     "DocumentTree",
@@ -52,10 +52,4 @@ _EXPORTS = {
     "split_lines": "..lines",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _EXPORTS)
