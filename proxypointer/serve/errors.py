@@ -7,7 +7,20 @@ from typing import Any
 from ..docids import check_text
 from ..errors import ConfigError, LockError, ProxyPointerError, StaleSourceError
 
-__all__ = ["BadRequest", "Forbidden", "NotFound", "ServeError", "WriteBusy", "int_arg", "status_of", "text_arg"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "BadRequest",
+    "Forbidden",
+    "NotFound",
+    "ServeError",
+    "WriteBusy",
+    "int_arg",
+    "status_of",
+    "text_arg",
+]
+
+#: Longest doc_id, node_id or prefix accepted, in characters.
+MAX_ID_CHARS = 1024
 
 
 class ServeError(ProxyPointerError):

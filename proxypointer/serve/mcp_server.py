@@ -64,21 +64,31 @@ def create_mcp_server(service: Service) -> MCPServer:
     Returns:
         An ``MCPServer``; run it with :func:`run_mcp`, or ``server.run()`` for stdio.
     """
+    # read-only tools, arguments strict; listed in this order
+    tools = [_strict_tool(fn, _READ_ONLY) for fn in (_search_tool(service), *_navigation_tools(service))]
+    server = MCPServer("proxypointer", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+    _add_document_resource(server, service)
+    return server
+
+
+async def _call(service: Service, fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """Run a service method in its worker threads; a refusal becomes a tool error.
+
+    Raises:
+        ToolError: With the message of any ``ProxyPointerError`` (refusals and store errors:
+            a message the model can act on).
+    """
+    try:
+        return await service.call(fn, *args)
+    except ProxyPointerError as err:  # refusals and store errors: a message the model can act on
+        raise ToolError(str(err)) from err
+
+
+def _search_tool(service: Service) -> Callable[..., Any]:
+    """Make the ``search`` tool over ``service`` (limits and the default ``k`` from its config)."""
     lim = service.limits
     default_k = min(service.config.retrieval.k, lim.max_k)
-    tools: list[Tool] = []
 
-    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:  # a read-only tool, arguments strict
-        tools.append(_strict_tool(fn, _READ_ONLY))
-        return fn
-
-    async def call(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-        try:
-            return await service.call(fn, *args)
-        except ProxyPointerError as err:  # refusals and store errors: a message the model can act on
-            raise ToolError(str(err)) from err
-
-    @tool
     async def search(
         query: Annotated[str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)],
         k: Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)] = default_k,
@@ -106,9 +116,15 @@ def create_mcp_server(service: Service) -> MCPServer:
         budget in rank order; a text cut short has `truncated: true` and `next_start_line`:
         call get_section(doc_id, node_id, start_line=next_start_line) to read the rest.
         """
-        return await call(service.search, query, k, doc_ids, prefix, max_tokens)
+        return await _call(service, service.search, query, k, doc_ids, prefix, max_tokens)
 
-    @tool
+    return search
+
+
+def _navigation_tools(service: Service) -> tuple[Callable[..., Any], ...]:
+    """Make the ``list_documents``, ``get_structure`` and ``get_section`` tools over ``service``, in that order."""
+    lim = service.limits
+
     async def list_documents(
         prefix: Annotated[str | None, Field(description="Only documents whose doc_id starts with this.")] = None,
         offset: Annotated[int, Field(description="Documents to skip (paging).", ge=0)] = 0,
@@ -118,9 +134,8 @@ def create_mcp_server(service: Service) -> MCPServer:
 
         `next_offset` is set when more documents follow (pass it as `offset`).
         """
-        return await call(service.list_documents, prefix, offset, limit)
+        return await _call(service, service.list_documents, prefix, offset, limit)
 
-    @tool
     async def get_structure(
         doc_id: Annotated[str, Field(description="A doc_id from list_documents or search.")],
         depth: Annotated[
@@ -133,9 +148,8 @@ def create_mcp_server(service: Service) -> MCPServer:
         `start_line`, `end_line` (the whole subtree, 1-based inclusive), `parent_id` and
         `citation`. Read a node's text with get_section(doc_id, node_id).
         """
-        return await call(service.get_structure, doc_id, depth)
+        return await _call(service, service.get_structure, doc_id, depth)
 
-    @tool
     async def get_section(
         doc_id: Annotated[str, Field(description="A doc_id from list_documents or search.")],
         node_id: Annotated[
@@ -156,9 +170,13 @@ def create_mcp_server(service: Service) -> MCPServer:
         Whole lines are given while they fit `max_tokens`; when the range is longer,
         `truncated` is true and `next_start_line` is where to continue.
         """
-        return await call(service.get_section, doc_id, node_id, start_line, end_line, max_tokens)
+        return await _call(service, service.get_section, doc_id, node_id, start_line, end_line, max_tokens)
 
-    server = MCPServer("proxypointer", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+    return list_documents, get_structure, get_section
+
+
+def _add_document_resource(server: MCPServer, service: Service) -> None:
+    """Register the ``proxypointer://doc/{+doc_id}`` resource template: a document's whole stored text."""
 
     @server.resource(
         "proxypointer://doc/{+doc_id}",
@@ -173,8 +191,6 @@ def create_mcp_server(service: Service) -> MCPServer:
             raise ResourceNotFoundError(str(err)) from err
         except ProxyPointerError as err:
             raise ResourceError(str(err)) from err
-
-    return server
 
 
 def _strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:

@@ -58,8 +58,8 @@ def _unreadable_value(exc: Exception) -> tuple[bool, Any]:
     top = next((e.get("input") for e in errors if len(e.get("loc", ())) <= 1), None)
     if top is not None:
         return True, top
-    return True, next((e.get("input") for e in errors if e.get("type") == "missing" and isinstance(e.get("input"), dict)),
-                      None)
+    missing = (e.get("input") for e in errors if e.get("type") == "missing" and isinstance(e.get("input"), dict))
+    return True, next(missing, None)
 
 
 def answer_unreadable(exc: Exception) -> JSONRPCError:
@@ -98,7 +98,7 @@ def answer_unreadable(exc: Exception) -> JSONRPCError:
 
 
 def _first_problem(exc: Exception) -> str:
-    """The first field a request fails on, as ``params: Input should be a valid dictionary``."""
+    """Name the first field a request fails on, as ``params: Input should be a valid dictionary``."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     for e in errors:
         loc = [str(x) for x in e.get("loc", ())[1:]]

@@ -77,7 +77,7 @@ def request_deadline_protocol(timeout_s: float) -> type:
             self._deadline = None
             if self.conn.their_state in arrived:
                 return
-            client = "%s:%d" % self.client if self.client else "a client"
+            client = f"{self.client[0]}:{self.client[1]:d}" if self.client else "a client"
             logger.warning("%s: no whole request within %g s (serve.request_timeout_s); closing the connection",
                            client, timeout_s)
             self.transport.close()

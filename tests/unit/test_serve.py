@@ -283,7 +283,7 @@ def test_writes_wait_for_each_other_then_give_up_with_a_clear_error(tmp_path, fa
     )
     svc = Service(store, cfg, fake_embedder, allow_write=True)
     try:
-        with svc._writing():  # another write of this server is running
+        with svc.writes.writing():  # another write of this server is running
             with pytest.raises(WriteBusy, match="another write"):
                 svc.delete("site-visit-notes")
         assert svc.delete("site-visit-notes") == {"deleted": ["site-visit-notes"]}
