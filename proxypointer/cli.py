@@ -17,6 +17,7 @@ from pathlib import Path
 from ._version import __version__
 from .chunk.datauri import replace_data_uris
 from .errors import ProxyPointerError
+from .storefiles import CONVERTED_DIR, is_store
 
 __all__ = ["main"]
 
@@ -520,7 +521,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
     fmt = "json" if args.json else (args.format or "outline")
     status = 0
     store = Path(cfg.store.path)  # a PDF the store converted is read from its conversions, not converted again
-    kept = store / "converted" if (store / "registry.sqlite3").is_file() else None
+    kept = store / CONVERTED_DIR if is_store(store) else None
     readers = default_readers(cfg, conversion_cache=kept)
     for f in args.files:
         path = Path(f)
@@ -801,7 +802,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         args.benchmark,
         args.limit_docs or None,
         config=config,
-        conversion_cache=Path(settings.cache) / "converted",
+        conversion_cache=Path(settings.cache) / CONVERTED_DIR,
         show_progress=not args.quiet,
     )
     result = run_evaluation(

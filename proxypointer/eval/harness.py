@@ -32,6 +32,7 @@ from ..retrieve.delivery import format_outline
 from ..retrieve.ranking import LexicalIndex, rank_sections
 from ..retrieve.references import ReferenceFollower
 from ..store.chroma import Hit
+from ..storefiles import CONVERTED_DIR
 from .benchmark import (
     METRICS,
     Benchmark,
@@ -345,7 +346,7 @@ class _Runner:
             self.index = Index(store_folder(spec, bench, cache, embedder.name), spec.config, embedder)
             # PDFs: conversions shared by every system of the cache (load_page_benchmark fills it)
             self.index.readers = default_readers(
-                spec.config, conversion_cache=Path(cache) / "converted", shared_cache=True
+                spec.config, conversion_cache=Path(cache) / CONVERTED_DIR, shared_cache=True
             )
             try:
                 report = self.index.ingest(sorted(bench.paths.values()), show_progress=show_progress)

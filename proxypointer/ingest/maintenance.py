@@ -73,7 +73,7 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
     their next ingest or ``check --repair`` (both call this); retrieval reads Chroma for
     chunks without a copy until then. Costs one registry query when nothing is missing
     (Chroma is not opened). Rows of such stores also get their embedding-cache key
-    (:meth:`~proxypointer.store.registry.Registry.fill_content_hashes`), so queries read their
+    (:meth:`~proxypointer.store.livechunks.LiveChunks.fill_content_hashes`), so queries read their
     vectors from SQLite instead of Chroma.
 
     Returns:
@@ -84,18 +84,18 @@ def fill_records(registry: Registry, store: ChromaStore) -> int:
     """
     filled, absent, after = 0, 0, ""
     while True:
-        ids = registry.chunks_without_record(500, after)
+        ids = registry.chunks.chunks_without_record(500, after)
         if not ids:
             break
         after = ids[-1]
         got = {h.chunk_id: encode_record(h.text, h.metadata) for h in store.get(ids)}
-        filled += registry.set_chunk_records(got) if got else 0
+        filled += registry.chunks.set_chunk_records(got) if got else 0
         absent += len(ids) - len(got)
     if absent:  # registered but missing from Chroma: `check --repair` settles these
         logger.warning("%d live chunks are missing from Chroma; run `proxypointer check --repair`", absent)
     if filled:
         logger.info("copied %d chunk records from Chroma into the registry", filled)
-    hashed = registry.fill_content_hashes()
+    hashed = registry.chunks.fill_content_hashes()
     if hashed:
         logger.info("gave %d chunks of an older store their embedding-cache key (vectors read from SQLite)", hashed)
     return filled
@@ -330,7 +330,7 @@ def _differing_copies(registry: Registry, store: ChromaStore, meta: dict[str, di
     """
     differ: list[str] = []
     for ids, texts in store.text_pages():
-        copies = registry.chunk_record_copies(ids)
+        copies = registry.chunks.chunk_record_copies(ids)
         for cid, text in zip(ids, texts, strict=True):
             if cid in copies and copies[cid] != (text, meta.get(cid)):
                 differ.append(cid)  # also an unusable copy (None)
@@ -434,7 +434,7 @@ def check(
         )
     if repair:
         if differ:
-            registry.set_chunk_records(dict.fromkeys(differ))  # re-read from Chroma below
+            registry.chunks.set_chunk_records(dict.fromkeys(differ))  # re-read from Chroma below
         filled = fill_records(registry, store)
         if filled:
             rep.repaired.append(f"copied {filled} chunk records from Chroma into the registry")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..docids import escaped, is_utf8, name_problem, normalize_doc_id
+from ..storefiles import is_store
 
 __all__ = ["TOOL_FOLDERS", "Discovery", "SourceFile", "discover", "is_store_folder"]
 
@@ -83,7 +84,7 @@ class Discovery:
 
 def is_store_folder(path: str | Path) -> bool:
     """Tell whether ``path`` holds a proxypointer store (its ``registry.sqlite3``)."""
-    return (Path(path) / "registry.sqlite3").is_file()
+    return is_store(path)
 
 
 def _skipped_name(name: str, include_hidden: bool) -> bool:

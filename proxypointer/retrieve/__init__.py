@@ -6,9 +6,15 @@ Modules:
     live          trees of live document versions, read from the registry and cached
     labels        labels a query names, looked up in live documents
     implied       sections a filing question implies without naming them
-    ranking       a query -> chunk hits, best first; hits -> scored sections
-    retriever     ``Retriever``: k distinct (doc_id, node_id) -> whole ``Section``s
+    hits          chunk hits made from ids, kept when live, filled from their records
+    dense         query vectors (windows of a long query); dense and exact search; stored vectors
+    signals       sections found by title, named by a label or implied, as chunk hits
+    ranking       a query -> chunk hits, best first (routing and fusion); hits -> scored sections
+    candidates    rank -> score -> place -> merge nested -> demote empty; the over-fetch loop
+    stored        stored lines, word pieces per line and page maps of document versions
     delivery      what of a ranked section is delivered (subtree or own text + outline)
+    sections      ``Section``, citations, sections built from ranked hits
+    retriever     ``Retriever``: store and scope checks; k distinct (doc_id, node_id) -> whole ``Section``s
     context       sections -> blocks of source lines within a context budget
     references    cross-references of retrieved sections followed and added
     conversation  follow-up queries and sessions

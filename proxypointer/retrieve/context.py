@@ -25,7 +25,6 @@ from ..errors import ConfigError, StaleSourceError
 from ..lines import slice_lines
 from ..store.chroma import Hit
 from .delivery import OutlineEntry, cut_to_tokens, fit_window, format_outline
-from .ranking import demoted, place_sections, score_sections
 from .retriever import check_query, format_citation
 
 if TYPE_CHECKING:
@@ -359,21 +358,14 @@ class Assembler:
         cfg = self.config
         ranker = self.retriever.ranker
         route = ranker.route(query, where)
-        ranking = ranker.rank(route, max(cfg.overfetch, budget // 20))
-        hits = ranker.hydrate(ranking.hits)
-        scored = score_sections(hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k)
-        scored = place_sections(scored, ranking.placed, cfg.implied_rank)
-        if cfg.demote_empty:  # breadcrumb-only sections after those with text (see ranking.demoted)
-            labelled = {*ranking.labelled, *ranking.placed}
-
-            def empty(group: Sequence[Hit]) -> bool:
-                return demoted(group[0], labelled, route.query)
-
-            scored = [x for x in scored if not empty(x[1])] + [x for x in scored if empty(x[1])]
-        rank_score = {_key(group[0]): score for score, group in scored}
-        groups = {_key(group[0]): group for _, group in scored}
+        # The retriever's ranked sections, ranked once: every hit's record read before scoring,
+        # and with demote_empty every breadcrumb-only section after those with text.
+        ranked = self.retriever.candidates.ranked(route, max(cfg.overfetch, budget // 20), hydrate=True)
+        ranking, found = ranked.ranking, ranked.candidates
+        rank_score = {_key(c.section): c.rank_score for c in found}
+        groups = {_key(c.section): c.group for c in found}
         windows = pack_windows(
-            [group for _, group in scored],
+            [c.group for c in found],
             self.line_tokens,
             budget,
             whole_section_tokens=cfg.whole_section_tokens,

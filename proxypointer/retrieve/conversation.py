@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, StoreError
+from ..storefiles import SESSIONS_DIR
 
 if TYPE_CHECKING:
     from .retriever import Retriever, Section
@@ -271,7 +272,7 @@ def session_path(store_root: str | Path, name: str) -> Path:
             f"--session {name!r}: expected 1-64 letters, digits, '.', '_' or '-', starting with "
             "a letter or digit"
         )
-    return Path(store_root) / "sessions" / f"{name}.json"
+    return Path(store_root) / SESSIONS_DIR / f"{name}.json"
 
 
 class Session:

@@ -23,13 +23,20 @@ special tokens.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import RetrievalConfig
+    from ..store.chroma import Hit
+    from .stored import StoredTexts
 
 __all__ = [
-    "DELIVERY_KINDS", "Delivery", "OutlineEntry", "cut_to_tokens", "fit_window", "format_outline", "plan_delivery",
+    "DELIVERY_KINDS", "Delivery", "DeliveryPolicy", "OutlineEntry", "cut_to_tokens", "fit_window", "format_outline",
+    "plan_delivery",
 ]
 
 #: What a Section's ``delivery`` may say, in order of size.
@@ -159,6 +166,102 @@ def plan_delivery(
             used += line_tokens[a - 1]
             grew = True
     return Delivery("excerpt", a, b, outline)
+
+
+class DeliveryPolicy:
+    """Apply the delivery policy of ``retrieval`` to sections of stored documents.
+
+    Thread-safe: it keeps no state (the stored texts it reads are cached and locked).
+
+    Args:
+        config: The retrieval settings (``subtree_cap_tokens``, ``own_text_tokens``,
+            ``excerpt_tokens``, ``tail_own_tokens``).
+        texts: Word pieces per stored line as a reader is shown them
+            (:meth:`~proxypointer.retrieve.stored.StoredTexts.reader_tokens`).
+        hydrate: Reads the records of chunk hits that lack them, in order
+            (:meth:`~proxypointer.retrieve.ranking.Ranker.hydrate`).
+    """
+
+    def __init__(
+        self, config: RetrievalConfig, texts: StoredTexts, hydrate: Callable[[Sequence[Hit]], list[Hit]]
+    ) -> None:
+        self.config = config
+        self.texts = texts
+        self.hydrate = hydrate
+
+    def deliver(
+        self,
+        doc_hash: str,
+        doc_id: str,
+        source: str,
+        start_line: int,
+        end_line: int,
+        body_end_line: int,
+        children: Sequence[Any],
+        hits: Sequence[Hit] = (),
+        head_lines: int = 0,
+        *,
+        tail: bool = False,
+        room: int | None = None,
+    ) -> Delivery:
+        """Apply the delivery policy (``retrieval.subtree_cap_tokens``) to one section.
+
+        Args:
+            doc_hash: The document version's stored text.
+            doc_id: Its id (for citations).
+            source: Path it was indexed from (its suffix goes in citations).
+            start_line: The section's first line, 1-based inclusive.
+            end_line: Its last line (whole subtree), 1-based inclusive.
+            body_end_line: Last line of its own text, 1-based inclusive.
+            children: Its child nodes, in document order.
+            hits: Its own chunk hits that ranked, best first (the seed of an excerpt); those
+                without text and metadata are read from their records.
+            head_lines: An excerpt also takes in the section's first this many lines when the
+                span from them to its best chunks fits the window (a statement's title and
+                column headers, without which its rows cannot be read); 0: no.
+            tail: The section ranks after ``retrieval.full_ranks``: its own text is delivered
+                under ``retrieval.tail_own_tokens`` (when set) instead of ``own_text_tokens``.
+            room: Word pieces left of ``retrieval.delivery_budget_tokens`` after the sections
+                ranked above; a subtree that fits is delivered whole. None: no budget.
+
+        Returns:
+            The delivery (:func:`plan_delivery`).
+
+        Raises:
+            StaleSourceError: If the stored copy is missing.
+        """
+        cfg = self.config
+        cap, own_cap, window = cfg.subtree_cap_tokens, cfg.own_text_tokens, cfg.excerpt_tokens
+        toks = self.texts.reader_tokens(doc_hash)
+        whole = sum(toks[start_line - 1 : end_line])
+        if room is not None and whole <= room:
+            cap = 0  # the whole subtree fits what is left of retrieval.delivery_budget_tokens
+        elif tail and cfg.tail_own_tokens:
+            window = min(window or own_cap, cfg.tail_own_tokens)
+            own_cap = min(own_cap, cfg.tail_own_tokens)
+        ranges: list[tuple[int, int]] = []
+        if cap and whole > cap:
+            own = sum(toks[start_line - 1 : max(start_line, min(body_end_line, end_line))])
+            if own > own_cap and hits:  # an excerpt: where did its chunks match?
+                unique = list({h.chunk_id: h for h in hits}.values())
+                for h in self.hydrate(unique):
+                    hm = h.metadata
+                    ranges.append((int(hm.get("chunk_start_line", start_line)),
+                                   int(hm.get("chunk_end_line", end_line))))
+                if head_lines > 0:
+                    ranges.append((start_line, min(start_line + head_lines - 1, body_end_line)))
+        return plan_delivery(
+            start_line=start_line,
+            end_line=end_line,
+            body_end_line=body_end_line,
+            children=children,
+            line_tokens=toks,
+            chunks=ranges,
+            cap_tokens=cap,
+            own_tokens=own_cap,
+            citation_base=f"{doc_id}{Path(source).suffix or '.md'}",
+            excerpt_tokens=window,
+        )
 
 
 def format_outline(outline: Sequence[OutlineEntry], indent: str = "") -> str:

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
 from ..embed.embedder import Embedder, SentenceTransformerEmbedder
+from ..storefiles import is_store
 from .concurrency import ServedIndex, SharedEmbedder
 from .errors import MAX_ID_CHARS
 from .readers import ReaderPool
@@ -97,7 +98,7 @@ class Service:
         self.root = Path(store if store is not None else self.config.store.path)
         self.allow_write = allow_write
         self.embedder = SharedEmbedder(embedder or SentenceTransformerEmbedder(self.config.embedding))
-        if allow_write and not (self.root / "registry.sqlite3").is_file():
+        if allow_write and not is_store(self.root):
             # a server that may ingest starts on an empty store, created now (issue 32)
             with ServedIndex(self.root, self.config, self.embedder) as index:
                 index.ingest([], show_progress=False)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError, StoreNotFoundError
+from ..storefiles import REGISTRY_FILE, SOURCES_DIR, is_store
 
 __all__ = ["MMAP_BYTES", "Database"]
 
@@ -103,12 +104,12 @@ class Database:
 
     def __init__(self, root: str | Path, create: bool = True) -> None:
         self.root = Path(root)
-        if not create and not (self.root / "registry.sqlite3").is_file():
+        if not create and not is_store(self.root):
             raise StoreNotFoundError.at(self.root)
         try:
-            (self.root / "sources").mkdir(parents=True, exist_ok=True)
+            (self.root / SOURCES_DIR).mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
-                self.root / "registry.sqlite3", timeout=30, isolation_level=None, check_same_thread=False
+                self.root / REGISTRY_FILE, timeout=30, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

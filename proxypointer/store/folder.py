@@ -26,6 +26,7 @@ from ..config import ProxyPointerConfig, config_to_dict
 from ..embed.embedder import Embedder, SentenceTransformerEmbedder
 from ..errors import ConfigError, LockError, StoreError, StoreNotFoundError
 from ..read.readers import Reader, default_readers
+from ..storefiles import CONVERTED_DIR, WRITE_LOCK, is_store
 from .chroma import ChromaStore, embedded_writer
 from .registry import Registry
 
@@ -80,7 +81,7 @@ class Store:
         self.config = config or ProxyPointerConfig()
         self.root = Path(store if store is not None else self.config.store.path)
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self.readers: dict[str, Reader] = default_readers(self.config, conversion_cache=self.root / "converted")
+        self.readers: dict[str, Reader] = default_readers(self.config, conversion_cache=self.root / CONVERTED_DIR)
         self._registry: Registry | None = None
         self._store: ChromaStore | None = None
         self._store_generation = -1
@@ -115,7 +116,7 @@ class Store:
     @property
     def exists(self) -> bool:
         """True if the folder holds a store (its registry)."""
-        return self._registry is not None or (self.root / "registry.sqlite3").is_file()
+        return self._registry is not None or is_store(self.root)
 
     # -- parts --------------------------------------------------------------------------
     @property
@@ -154,7 +155,7 @@ class Store:
                 owner=(store_id, str(self.root.resolve())) if store_id else None,
                 # the embedded collection lives in the store folder; a server one is taken
                 # unmarked only if this store already has chunks in it (an older store)
-                adopt=self.config.store.mode == "persistent" or self.registry.has_chunks(),
+                adopt=self.config.store.mode == "persistent" or self.registry.chunks.has_chunks(),
                 # other Index objects of this process on the folder share Chroma's in-memory
                 # index: opening for a newer generation reopens theirs too (shared case 26)
                 generation=self._store_generation,
@@ -217,7 +218,7 @@ class Store:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreError(f"{self.root}: cannot create the store folder ({err}); check the path") from err
-        lock_path = self.root / "write.lock"
+        lock_path = self.root / WRITE_LOCK
         lock = FileLock(str(lock_path), timeout=self.config.store.lock_timeout_s)
         try:
             lock.acquire()

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..storefiles import CHROMA_DIR, REGISTRY_FILE, SOURCES_DIR
+
 __all__ = ["PreloadReport", "default_preload_bytes", "preload_files", "store_files"]
 
 logger = logging.getLogger(__name__)
@@ -97,10 +99,10 @@ def store_files(root: str | Path) -> list[Path]:
         Existing regular files, in the order to read them.
     """
     root = Path(root)
-    first = [root / "registry.sqlite3", root / "registry.sqlite3-wal", root / "chroma" / "chroma.sqlite3",
-             root / "chroma" / "chroma.sqlite3-wal"]
+    first = [root / REGISTRY_FILE, root / f"{REGISTRY_FILE}-wal", root / CHROMA_DIR / "chroma.sqlite3",
+             root / CHROMA_DIR / "chroma.sqlite3-wal"]
     out = [p for p in first if p.is_file()]
-    sources = root / "sources"
+    sources = root / SOURCES_DIR
     if sources.is_dir():
         out.extend(sorted(p for p in sources.rglob("*") if p.is_file()))
     return out

@@ -1,12 +1,14 @@
 """The registry: which version of each document is live, in one SQLite file its parts share.
 
-One SQLite file (WAL) beside the store. Its parts use the registry's one connection and its
-transactions: :attr:`Registry.sources` (:class:`~proxypointer.store.sources.StoredSources`, the
+One SQLite file (WAL) beside the store (:class:`~proxypointer.store.db.Database`). Its parts
+get that database, never the registry, and use its one connection and its transactions:
+:attr:`Registry.sources` (:class:`~proxypointer.store.sources.StoredSources`, the
 content-addressed folder of stored texts), :attr:`Registry.embeddings`
-(:class:`~proxypointer.store.embedcache.EmbeddingCache`) and :attr:`Registry.lexical`
+(:class:`~proxypointer.store.embedcache.EmbeddingCache`), :attr:`Registry.lexical`
 (:class:`~proxypointer.store.lexical.LexicalIndex`, the FTS5 chunk and title indexes, whose
-rows change in the transaction that flips a version). Record copies are encoded by
-:mod:`proxypointer.store.records`.
+rows change in the transaction that flips a version) and :attr:`Registry.chunks`
+(:class:`~proxypointer.store.livechunks.LiveChunks`, the live chunk ids and their record
+copies). Record copies are encoded by :mod:`proxypointer.store.records`.
 
 The registry is the source of truth for *which* chunks are live: a Chroma hit counts only
 if its ``version`` metadata equals the registry's live version of its document. Writing a new version therefore
@@ -20,7 +22,6 @@ live, so a query reads its k winners from SQLite (~0.1 ms) instead of from Chrom
 100k chunks, docs/benchmarks.md). Rows of stores written before that copy existed have
 none: retrieval reads those from Chroma, and the next ingest or ``check --repair`` fills them in.
 """
-
 from __future__ import annotations
 
 import logging
@@ -36,7 +37,8 @@ from ..docids import normalize_doc_id
 from .db import Database
 from .embedcache import EmbeddingCache
 from .lexical import LexicalIndex
-from .records import decode_record, lexical_text, record_content_hash, try_decode_record
+from .livechunks import LiveChunks
+from .records import decode_record, lexical_text
 from .sources import StoredSources
 
 __all__ = ["DocumentRecord", "Registry"]
@@ -89,6 +91,7 @@ class Registry:
         sources: Stored source texts, page maps and line token counts (``sources/``).
         embeddings: The embedding cache.
         lexical: The FTS5 chunk and title indexes.
+        chunks: The live chunk ids and the copies of their Chroma records.
 
     Args:
         root: Store folder; ``registry.sqlite3`` and ``sources/`` live here.
@@ -108,6 +111,7 @@ class Registry:
         self.sources = StoredSources(self.database)
         self.embeddings = EmbeddingCache(self.database)
         self.lexical = LexicalIndex(self.database)
+        self.chunks = LiveChunks(self.database)
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -247,7 +251,7 @@ class Registry:
                 row indexes: what was embedded (``Chunk.embed_text``). None: taken from
                 ``records`` (:func:`~proxypointer.store.records.lexical_text`); without either,
                 the chunks get no lexical row until their records are copied in
-                (``set_chunk_records``).
+                (:meth:`~proxypointer.store.livechunks.LiveChunks.set_chunk_records`).
             content_hashes: For each of ``chunk_ids``, in order, the embedding-cache key of the
                 vector written to Chroma (``Chunk.content_hash``):
                 :meth:`~proxypointer.store.embedcache.EmbeddingCache.chunk_vectors` then reads it from the cache. None:
@@ -340,112 +344,18 @@ class Registry:
             if in_step:
                 self.lexical.mark_synced(db)
 
+    # -- the chunks table (:attr:`chunks`): names the query path and scripts call ----------
     def chunk_ids(self, doc_id: str | None = None) -> set[str]:
-        """Live chunk ids of one document, or of all documents."""
-        if doc_id is None:
-            return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks")}
-        return {r[0] for r in self._db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))}
-
-    def has_chunks(self) -> bool:
-        """Tell whether any chunk is live."""
-        return self._db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+        """Live chunk ids of one document, or of all documents (:meth:`LiveChunks.chunk_ids`)."""
+        return self.chunks.chunk_ids(doc_id)
 
     def live_chunk_ids(self, doc_ids: Iterable[str], limit: int) -> list[str] | None:
-        """Live chunk ids of several documents, or ``None`` when they have more than ``limit``."""
-        ids = list(dict.fromkeys(doc_ids))
-        out: list[str] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT chunk_id FROM chunks WHERE doc_id IN ({marks}) LIMIT ?", [*part, limit + 1 - len(out)]
-            ).fetchall()
-            out.extend(r[0] for r in rows)
-            if len(out) > limit:
-                return None
-        return out
+        """Live chunk ids of several documents, None past ``limit`` (:meth:`LiveChunks.live_chunk_ids`)."""
+        return self.chunks.live_chunk_ids(doc_ids, limit)
 
     def chunk_records(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """``chunk_id -> (text, metadata)`` for the given live chunks that have a usable copy.
-
-        Ids that are not live, live without a copy (an older store), or whose copy cannot be
-        decoded or lacks the pointer metadata (logged; ``check`` reports it and
-        ``check --repair`` rewrites it) are left out, so the caller reads those from Chroma.
-        """
-        out: dict[str, tuple[str, dict[str, Any]]] = {}
-        for cid, decoded in self.chunk_record_copies(chunk_ids).items():
-            if decoded is None:
-                logger.warning("registry copy of chunk %s is unreadable; run `proxypointer check --repair`", cid)
-            else:
-                out[cid] = decoded
-        return out
-
-    def chunk_record_copies(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]] | None]:
-        """Like :meth:`chunk_records`, with None for each copy that cannot be used (for ``check``)."""
-        out: dict[str, tuple[str, dict[str, Any]] | None] = {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for cid, rec in self._db.execute(
-                f"SELECT chunk_id, record FROM chunks WHERE record IS NOT NULL AND chunk_id IN ({marks})", part
-            ):
-                out[cid] = try_decode_record(rec)
-        return out
-
-    def chunks_without_record(self, limit: int, after: str = "") -> list[str]:
-        """Up to ``limit`` live chunk ids without a stored copy, in id order, after ``after``."""
-        rows = self._db.execute(
-            "SELECT chunk_id FROM chunks WHERE record IS NULL AND chunk_id > ? ORDER BY chunk_id LIMIT ?",
-            (after, limit),
-        )
-        return [r[0] for r in rows]
-
-    def set_chunk_records(self, records: dict[str, bytes | None]) -> int:
-        """Store record copies (:func:`~proxypointer.store.records.encode_record`; None clears one) for live chunks.
-
-        Returns the number of rows updated.
-
-        Ids that are no longer live are ignored, so a copy read from Chroma can never make a
-        deleted chunk live again. Each row's content hash
-        (:meth:`~proxypointer.store.embedcache.EmbeddingCache.chunk_vectors`) is taken from the copy's metadata
-        (cleared with the copy).
-        """
-        rows = [(r, None if r is None else record_content_hash(r), c) for c, r in records.items()]
-        with self.transaction() as db:
-            before = db.total_changes
-            db.executemany("UPDATE chunks SET record = ?, content_hash = ? WHERE chunk_id = ?", rows)
-            updated = db.total_changes - before
-            self.lexical.add_from_records(db, {c: r for c, r in records.items() if r is not None})
-            return updated
-
-    def fill_content_hashes(self, batch: int = 5000) -> int:
-        """Give live chunks written by an older version their content hash, from their record copies.
-
-        Stores written before chunks kept their embedding-cache key read every vector from
-        Chroma (:meth:`~proxypointer.store.embedcache.EmbeddingCache.chunk_vectors`); this reads the key from
-        each record copy's metadata once (``''`` when it has none, so the row is not read again).
-        Costs one indexed query when nothing is missing.
-
-        Returns:
-            Number of rows given a hash.
-        """
-        filled, after = 0, ""
-        while True:
-            rows = self._db.execute(
-                "SELECT chunk_id, record FROM chunks WHERE content_hash IS NULL AND record IS NOT NULL"
-                " AND chunk_id > ? ORDER BY chunk_id LIMIT ?",
-                (after, batch),
-            ).fetchall()
-            if not rows:
-                return filled
-            after = rows[-1][0]
-            with self.transaction() as db:
-                db.executemany(
-                    "UPDATE chunks SET content_hash = ? WHERE chunk_id = ? AND content_hash IS NULL",
-                    [(record_content_hash(rec), cid) for cid, rec in rows],
-                )
-            filled += len(rows)
+        """``chunk_id -> (text, metadata)`` of usable record copies (:meth:`LiveChunks.chunk_records`)."""
+        return self.chunks.chunk_records(chunk_ids)
 
     def tree_json(self, doc_id: str) -> str:
         """Return the stored skeleton tree (JSON) of the live version, '' if none."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StaleSourceError
+from ..storefiles import SOURCES_DIR
 
 if TYPE_CHECKING:
     from .db import Database
@@ -38,7 +39,7 @@ class StoredSources:
 
     def __init__(self, database: Database) -> None:
         self._database = database
-        self.folder = database.root / "sources"
+        self.folder = database.root / SOURCES_DIR
         self._folder = str(self.folder)
 
     def text_file(self, doc_hash: str) -> Path:

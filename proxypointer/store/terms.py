@@ -3,7 +3,7 @@
 Both lexical indexes of the registry (chunks and section titles, SQLite FTS5) read what is
 written here: :func:`lexical_terms` turns a query into the words any of which may match;
 :func:`title_field` turns a section's title path into the text its title row indexes. FTS5's
-own tokenizer (``porter unicode61``, :data:`~proxypointer.store.lexical.LEXICAL_TOKENIZER`) then
+own tokenizer (``porter unicode61``, :data:`~proxypointer.store.fts.LEXICAL_TOKENIZER`) then
 folds case and diacritics and stems both sides alike. Nothing here imports anything heavy.
 """
 
@@ -41,7 +41,7 @@ def words(text: str) -> list[str]:
 def lexical_terms(query: str, max_terms: int = MAX_LEXICAL_TERMS) -> list[str]:
     """Distinct lower-cased words of two or more characters, stop words removed, in query order.
 
-    The registry quotes each one for FTS5 (:meth:`~proxypointer.store.lexical.LexicalIndex.search`),
+    The registry quotes each one for FTS5 (:meth:`~proxypointer.store.chunkindex.ChunkTextIndex.search`),
     so operators (``AND``, ``NEAR``), column filters and ``*`` in a query are plain words.
 
     Args:
@@ -86,7 +86,7 @@ QUESTION_WORDS = frozenset(
 
 
 def _fold(word: str) -> str:
-    """A word with a plural or third-person ``s`` removed (``means`` -> ``mean``; 4+ letters only)."""
+    """Remove a plural or third-person ``s`` from a word (``means`` -> ``mean``; 4+ letters only)."""
     return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
 
 

@@ -23,6 +23,7 @@ RANK = {
     "_version": 0,
     "_moved": 0,
     "_lru": 0,
+    "storefiles": 0,
     "yamltext": 1,
     "docids": 1,
     "progress": 1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import proxypointer.store.fts as fts
 import proxypointer.store.lexical as lexicalindex
 from proxypointer.store.records import encode_record, lexical_text
 from proxypointer.store.registry import Registry
@@ -73,7 +74,7 @@ def test_without_lexical_texts_the_rows_come_from_the_record_copies(reg):
     reg.commit_version("e", source_path="/x/e.md", doc_hash="h1", version="v1", title="T", line_count=3,
                        n_sections=1, chunk_ids=["e::v1::n::0000"], source_mtime=1.0, source_size=10)
     assert reg.lexical.rows("e") == {}
-    reg.set_chunk_records({"e::v1::n::0000": encode_record("toaster crumbs", {**meta, "doc_id": "e"})})
+    reg.chunks.set_chunk_records({"e::v1::n::0000": encode_record("toaster crumbs", {**meta, "doc_id": "e"})})
     assert found(reg, "toaster") == ["e::v1::n::0000"]
     with pytest.raises(ValueError, match="2 lexical texts for 1 chunks"):
         reg.commit_version("f", source_path="/x/f.md", doc_hash="h", version="v", title="T", line_count=1,
@@ -117,13 +118,13 @@ def test_a_large_store_scores_the_rarest_terms_only(reg, monkeypatch):
         "model": 21, "models": 21, "kettle": 1, "study": 20, "foo_kettle": 0, "xyzzy": 0}
     both = reg.lexical.search(["model", "kettle"], 30)
     assert len(both) == 21 and both[0][0] == ids[-1]  # small store: every term scored
-    monkeypatch.setattr(lexicalindex, "LEXICAL_MAX_ROWS", 10)
+    monkeypatch.setattr(fts, "LEXICAL_MAX_ROWS", 10)
     # "model" (21 rows) is left out, "kettle" (1 row) kept: only the kettle chunk is scored
     assert found(reg, "model", "kettle", n=30) == [ids[-1]]
     assert reg.lexical.search(["model", "study"], 30) == []  # only common terms: no lexical hits
-    monkeypatch.setattr(lexicalindex, "LEXICAL_MAX_ROWS_FILTERED", 10)
+    monkeypatch.setattr(fts, "LEXICAL_MAX_ROWS_FILTERED", 10)
     assert found(reg, "model", "kettle", n=30, doc_ids=["d"]) == [ids[-1]]
-    monkeypatch.setattr(lexicalindex, "LEXICAL_MAX_ROWS_FILTERED", 100)
+    monkeypatch.setattr(fts, "LEXICAL_MAX_ROWS_FILTERED", 100)
     assert len(found(reg, "model", "kettle", n=30, doc_ids=["d"])) == 21
 
 
@@ -241,5 +242,5 @@ def test_a_large_store_scores_the_rarest_title_terms_only(reg, monkeypatch):
     rows = [(f"n{i}", f"Note {i + 10} notes to the accounts", "") for i in range(20)] + [("k", "Kettle notes", "")]
     commit_texts(reg, "d", "v1", ["x"], tree_json=tree_json(*rows))
     assert reg.lexical.document_frequencies(["notes", "kettle"], "titles") == {"notes": 21, "kettle": 1}
-    monkeypatch.setattr(lexicalindex, "LEXICAL_MAX_ROWS", 10)
+    monkeypatch.setattr(fts, "LEXICAL_MAX_ROWS", 10)
     assert titles(reg, "notes", "kettle") == [("d", "k")]

@@ -369,7 +369,7 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     index.ingest([src], show_progress=False)
     first, second = sorted(index.registry.chunk_ids("doc"))
     text, meta = index.registry.chunk_records([first])[first]
-    index.registry.set_chunk_records({first: encode_record(text, {**meta, "title": "Wrong"}), second: None})
+    index.registry.chunks.set_chunk_records({first: encode_record(text, {**meta, "title": "Wrong"}), second: None})
     rep = index.check()
     assert rep.problems == [
         f"1 chunks' registry copies differ from their Chroma records or cannot be read (e.g. {first})"
@@ -377,7 +377,7 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     fixed = index.check(repair=True)
     assert fixed.repaired == ["copied 2 chunk records from Chroma into the registry"]
     assert index.check().ok
-    index.registry.set_chunk_records({second: b"not zlib"})  # an unreadable copy
+    index.registry.chunks.set_chunk_records({second: b"not zlib"})  # an unreadable copy
     r = Retriever(index).ranker
     assert {h.chunk_id for h in r.hydrate(r.dense("text two", 2))} == {first, second}
     assert index.check().problems == [
@@ -385,7 +385,8 @@ def test_check_compares_and_repairs_the_registry_copies_of_chunk_records(tmp_pat
     ]
     assert index.check(repair=True).repaired == ["copied 1 chunk records from Chroma into the registry"]
     # A copy that decodes but lacks the pointer is not used; one with other text is caught by check.
-    index.registry.set_chunk_records({second: encode_record("text two", {}), first: encode_record("forged", meta)})
+    index.registry.chunks.set_chunk_records(
+        {second: encode_record("text two", {}), first: encode_record("forged", meta)})
     by_id = {h.chunk_id: h for h in r.hydrate(r.dense("text two", 2))}
     assert by_id[second].metadata["doc_id"] == "doc" and by_id[first].text == "forged"
     problem = index.check().problems[0]
@@ -413,7 +414,7 @@ def test_ingest_succeeds_when_chroma_cannot_fill_record_copies(tmp_path, make_in
     assert "could not copy chunk records" in caplog.text
     monkeypatch.undo()
     index.ingest([src], show_progress=False)
-    assert index.registry.chunks_without_record(10) == []
+    assert index.registry.chunks.chunks_without_record(10) == []
 
 
 def test_filling_copies_goes_past_chunks_missing_from_chroma(tmp_path, make_index, caplog):
@@ -430,7 +431,7 @@ def test_filling_copies_goes_past_chunks_missing_from_chroma(tmp_path, make_inde
     index.registry._db.execute("UPDATE chunks SET record = NULL")
     index.store.delete_ids([live[0]])  # the first id of the first page is gone from Chroma
     assert index.fill_records() == len(live) - 1
-    assert index.registry.chunks_without_record(10) == [live[0]]
+    assert index.registry.chunks.chunks_without_record(10) == [live[0]]
     assert "1 live chunks are missing from Chroma" in caplog.text
     assert index.status()["chunks_without_record_copy"] == 1
 

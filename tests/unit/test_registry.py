@@ -130,9 +130,9 @@ def test_record_copies_go_and_come_with_their_version(reg):
     assert reg.chunk_records(["d::v1::n::0000", "other"]) == {"d::v1::n::0000": ("héllo", meta)}
     commit(reg, "d", "h2", "v2", ["d::v2::n::0000"])  # a version written without copies
     assert reg.chunk_records(["d::v1::n::0000", "d::v2::n::0000"]) == {}
-    assert reg.chunks_without_record(10) == ["d::v2::n::0000"]
-    assert reg.set_chunk_records({"d::v2::n::0000": rec, "d::v1::n::0000": rec}) == 1  # old id: not revived
-    assert reg.chunks_without_record(10) == [] and reg.chunk_ids("d") == {"d::v2::n::0000"}
+    assert reg.chunks.chunks_without_record(10) == ["d::v2::n::0000"]
+    assert reg.chunks.set_chunk_records({"d::v2::n::0000": rec, "d::v1::n::0000": rec}) == 1  # old id: not revived
+    assert reg.chunks.chunks_without_record(10) == [] and reg.chunk_ids("d") == {"d::v2::n::0000"}
     with pytest.raises(ValueError, match="1 records for 2 chunks"):
         reg.commit_version("d", source_path="/x/d.md", doc_hash="h3", version="v3", title="T", line_count=3,
                            n_sections=1, chunk_ids=["a", "b"], source_mtime=1.0, source_size=10, records=[rec])
@@ -151,7 +151,7 @@ def test_a_registry_of_an_older_version_gains_the_record_column(tmp_path):
     reg = Registry(root)
     assert reg.chunk_ids("d") == {"d::v1::n::0000"}
     assert reg.chunk_records(["d::v1::n::0000"]) == {}
-    assert reg.chunks_without_record(10) == ["d::v1::n::0000"]
+    assert reg.chunks.chunks_without_record(10) == ["d::v1::n::0000"]
     reg.close()
     Registry(root).close()  # opening again (column present) is a no-op
 

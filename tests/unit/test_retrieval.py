@@ -171,11 +171,11 @@ def test_chunks_without_a_registry_copy_are_read_from_chroma_until_the_next_inge
     assert r.dense("kettle", 8, hydrate=True) == before and chroma_reads
     report = idx.ingest([data], show_progress=False)
     assert report.unchanged == report.documents and report.indexed == 0
-    assert idx.registry.chunks_without_record(10) == []
+    assert idx.registry.chunks.chunks_without_record(10) == []
     chroma_reads.clear()
     assert r.dense("kettle", 8, hydrate=True) == before and not chroma_reads
     live = sorted(idx.registry.chunk_ids())
-    copies = idx.registry.chunk_record_copies(live)
+    copies = idx.registry.chunks.chunk_record_copies(live)
     assert copies == {h.chunk_id: (h.text, h.metadata) for h in real_get(live)} and len(copies) == len(live)
 
 
@@ -210,10 +210,10 @@ def test_a_hit_deleted_during_the_query_searches_again(case27, monkeypatch):
 def test_doc_filter_searches_exactly_or_through_chroma_with_the_same_result(case27, monkeypatch, exact_limit):
     # Up to EXACT_SEARCH_MAX_CHUNKS live chunks, a doc_id filter scores the chunks' stored
     # vectors in numpy; above it, Chroma's filtered search runs. Both give the same sections.
-    import proxypointer.retrieve.ranking as ranking
+    import proxypointer.retrieve.dense as dense
 
     idx, _ = case27
-    monkeypatch.setattr(ranking, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
+    monkeypatch.setattr(dense, "EXACT_SEARCH_MAX_CHUNKS", exact_limit)
     seen = []
     real = idx.store.query_ids
     monkeypatch.setattr(idx.store, "query_ids", lambda *a, **kw: seen.append(a) or real(*a, **kw))
@@ -238,12 +238,12 @@ def _first_per_section(hits):
 
 
 def test_exact_doc_filter_scores_equal_chroma_cosine(case27, monkeypatch):
-    import proxypointer.retrieve.ranking as ranking
+    import proxypointer.retrieve.dense as dense
 
     idx, _ = case27
     r = Retriever(idx).ranker
     exact = {h.chunk_id: h.score for h in r.dense("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
-    monkeypatch.setattr(ranking, "EXACT_SEARCH_MAX_CHUNKS", 0)
+    monkeypatch.setattr(dense, "EXACT_SEARCH_MAX_CHUNKS", 0)
     hnsw = {h.chunk_id: h.score for h in r.dense("warranty", 10, {"doc_id": {"$in": ["a", "b"]}})}
     assert exact.keys() == hnsw.keys()
     assert all(abs(exact[c] - hnsw[c]) < 1e-4 for c in exact)
@@ -771,10 +771,11 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     # from both stores at once, the ids keep the order asked for (an exact search's tie-break)
     monkeypatch.setattr(idx.store, "vectors", read_chroma)
     wanted = [live[0], *reversed(live[1:])]  # the one read from Chroma first
-    found, vectors = ranker._vectors(wanted, dim)
+    found, vectors = ranker.dense_search.vectors(wanted, dim)
     assert found == wanted and all(np.allclose(v, chroma[c], atol=1e-6) for c, v in zip(found, vectors, strict=True))
     monkeypatch.setattr(idx.store, "vectors", lambda ids: ([], np.zeros((0, 0), np.float32)))
-    assert ranker._vectors(wanted, dim)[0] == wanted[1:]  # Chroma lacks the rest: the cached ones keep the order
+    # Chroma lacks the rest: the cached ones keep the order
+    assert ranker.dense_search.vectors(wanted, dim)[0] == wanted[1:]
     monkeypatch.setattr(idx.store, "vectors", read_chroma)
     # the next ingest (or check --repair) gives such rows their key from their record copies
     assert idx.fill_records() == 0
@@ -796,7 +797,7 @@ def test_chunk_vectors_come_from_the_embedding_cache_equal_to_chromas(make_index
     assert idx.registry.embeddings.chunk_vectors(idx.embedder.name, live, dim)[0] == []
     assert not idx.check().ok and idx.check(repair=True).repaired and idx.check().ok
     assert idx.registry._db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
-    assert idx.registry.fill_content_hashes() == 0  # nothing left: one indexed query
+    assert idx.registry.chunks.fill_content_hashes() == 0  # nothing left: one indexed query
 
 
 # -- a text repeated thousands of times -----------------------------------------------------------

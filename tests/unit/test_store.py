@@ -185,7 +185,7 @@ def test_a_read_of_a_half_written_embedded_index_is_retried_on_a_reopened_client
     """Shared case 26: another process is still writing the HNSW files a fresh reader loads."""
     from chromadb.errors import InternalError
 
-    import proxypointer.store.chroma as store_mod
+    import proxypointer.store.chromaclient as store_mod
 
     monkeypatch.setattr(store_mod, "REOPEN_PAUSES_S", (0.0, 0.0, 0.0))
     store.add([chunk(i) for i in range(3)], vecs(3), "/x/d.md")
