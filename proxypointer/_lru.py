@@ -48,7 +48,7 @@ class LRU(Generic[K, V]):
                 self._items.popitem(last=False)
 
     def keys(self) -> list[K]:
-        """The keys kept, least recently used first."""
+        """Return the keys kept, least recently used first."""
         with self._lock:
             return list(self._items)
 

@@ -65,9 +65,9 @@ class TreeConfig:
     """How headings are found.
 
     Two kinds of keys. The *converter rules* (``space_headings``, ``drop_row_headings``,
-    ``title_lines``, ``label_lines``, ``flatten_levels``, ``relevel_filing``) repair the headings of PDF -> markdown converter
-    output; ``converter_output`` says which documents they apply to, the rule keys which of
-    them run. The other modes (``bold_headings``, ``numbered_headings``, ``html_headings``,
+    ``title_lines``, ``label_lines``, ``flatten_levels``, ``relevel_filing``) repair the headings
+    of PDF -> markdown converter output; ``converter_output`` says which documents they apply
+    to, the rule keys which of them run. The other modes (``bold_headings``, ``numbered_headings``, ``html_headings``,
     ``relevel_numbered``) apply to every document when on.
 
     Attributes:

@@ -382,7 +382,7 @@ def prepare_document(
 
 
 def _space_heading_note(name: str, tree: DocumentTree, lines: list[str]) -> tuple[str, ...]:
-    """A note for lines written ``##`` + no-break space + title that stayed text (issue 32)."""
+    """Return a note for lines written ``##`` + no-break space + title that stayed text (issue 32)."""
     from ..tree.check import unread_space_headings
 
     spaced = unread_space_headings(tree, lines)

@@ -41,7 +41,8 @@ def test_a_config_that_is_not_utf8_or_has_a_top_level_typo_says_so_in_one_line(t
     # new-user trial: a UTF-16 file ended in a traceback; a top-level typo showed an empty key path
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(b"\xff\xfer\x00")
-    with pytest.raises(ConfigError, match=r"bin.yaml: not UTF-8 text \(byte 0xff at offset 0\); save the config as UTF-8"):
+    message = r"bin.yaml: not UTF-8 text \(byte 0xff at offset 0\); save the config as UTF-8"
+    with pytest.raises(ConfigError, match=message):
         load_config(binary)
     typo = tmp_path / "typo.yaml"
     typo.write_text("chunkng:\n  chunk_tokens: 100\n", encoding="utf-8")
