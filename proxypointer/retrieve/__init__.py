@@ -19,7 +19,7 @@ Modules:
     references    cross-references of retrieved sections followed and added
     conversation  follow-up queries and sessions
 
-Reads a :class:`~proxypointer.store.folder.Store`; never imports :mod:`proxypointer.ingest`.
+Reads a :class:`~proxypointer.store.folder.StoreView` (read-only); never imports :mod:`proxypointer.ingest`.
 """
 
 __all__: list[str] = []

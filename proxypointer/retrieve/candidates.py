@@ -18,7 +18,7 @@ from .ranking import Ranker, Ranking, Route, demoted, place_sections, score_sect
 
 if TYPE_CHECKING:
     from ..config import RetrievalConfig
-    from ..store.folder import Store
+    from ..store.folder import StoreView
     from .live import LiveTrees
 
 __all__ = ["Candidate", "Candidates", "RankedSections"]
@@ -74,7 +74,7 @@ class Candidates:
         store: The store searched (its Chroma collection counts the chunks left to over-fetch).
     """
 
-    def __init__(self, ranker: Ranker, config: RetrievalConfig, trees: LiveTrees, store: Store) -> None:
+    def __init__(self, ranker: Ranker, config: RetrievalConfig, trees: LiveTrees, store: StoreView) -> None:
         self.ranker = ranker
         self.config = config
         self.trees = trees

@@ -24,7 +24,7 @@ from ..store.filters import filter_doc_ids
 from .hits import LiveHits, id_hit
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = ["EXACT_SEARCH_MAX_CHUNKS", "MAX_QUERY_WINDOWS", "DenseSearch"]
 
@@ -54,7 +54,7 @@ class DenseSearch:
             raced a writer).
     """
 
-    def __init__(self, store: Store, hits: LiveHits) -> None:
+    def __init__(self, store: StoreView, hits: LiveHits) -> None:
         self.store = store
         self.hits = hits
 

@@ -17,7 +17,7 @@ from ..store.chroma import Hit
 from ..store.filters import filter_doc_ids, matches_where
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = ["LiveHits", "filter_docs", "id_hit"]
 
@@ -63,7 +63,7 @@ class LiveHits:
             the store reopens them when they change).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         self.store = store
 
     def live(self, hits: Iterable[Hit]) -> list[Hit]:

@@ -18,7 +18,7 @@ from ..chunk.ids import parse_chunk_id
 from ..tree.build import DocumentTree, Node
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = ["LiveTree", "LiveTrees"]
 
@@ -84,7 +84,7 @@ class LiveTrees:
         size: Versions kept.
     """
 
-    def __init__(self, index: Store, size: int = 128) -> None:
+    def __init__(self, index: StoreView, size: int = 128) -> None:
         self.index = index
         self.size = size
         self._cache: LRU[tuple[str, str], LiveTree] = LRU(size)

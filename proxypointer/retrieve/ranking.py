@@ -46,7 +46,7 @@ from .routing import LexicalIndex, Route, TitleRouter, strip_titles
 from .signals import LABEL_TARGETS, SUBTREE_SCORED_CHUNKS, SectionSignals
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = [
     "EXACT_SEARCH_MAX_CHUNKS",  # EXACT_SEARCH_MAX_CHUNKS, MAX_QUERY_WINDOWS live in proxypointer.retrieve.dense
@@ -226,7 +226,7 @@ class Ranking:
 
 
 class Ranker:
-    """Rank the live chunks of a :class:`~proxypointer.store.folder.Store` for a query: routing and fusion.
+    """Rank the live chunks of a :class:`~proxypointer.store.folder.StoreView` for a query: routing and fusion.
 
     Composes one part per job, each given what it reads: :attr:`router` (title routing),
     :attr:`dense_search` (query vectors, dense and exact search, stored vectors),
@@ -244,7 +244,7 @@ class Ranker:
         index: The index to search; its embedder embeds the queries.
     """
 
-    def __init__(self, index: Store) -> None:
+    def __init__(self, index: StoreView) -> None:
         self.index = index
         self.config = index.config.retrieval
         #: Title routing (its cache: the document-title index).

@@ -33,7 +33,7 @@ from .sections import STATEMENT_HEAD_LINES, Section, SectionBuilder, build_secti
 from .stored import StoredTexts
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 
 __all__ = [
@@ -100,7 +100,7 @@ class Retriever:
         >>> print(sections[0].citation, " > ".join(sections[0].breadcrumb))                    # doctest: +SKIP
     """
 
-    def __init__(self, index: Store, *, ranker: Ranker | None = None) -> None:
+    def __init__(self, index: StoreView, *, ranker: Ranker | None = None) -> None:
         self.index = index
         self.config = index.config.retrieval
         self.ranker = ranker or Ranker(index)

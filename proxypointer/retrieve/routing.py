@@ -30,7 +30,7 @@ from ..store.terms import name_query_words, name_words
 from ..store.terms import words as _words
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = ["NAMING_TITLE_WORDS", "LexicalIndex", "Route", "TitleRouter", "strip_titles"]
 
@@ -139,7 +139,7 @@ class TitleRouter:
         index: The index whose live documents are routed to.
     """
 
-    def __init__(self, index: Store) -> None:
+    def __init__(self, index: StoreView) -> None:
         self.index = index
         self.config = index.config.retrieval
         self._lock = threading.Lock()

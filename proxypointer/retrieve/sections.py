@@ -29,7 +29,7 @@ from .delivery import Delivery, DeliveryPolicy, OutlineEntry, cut_to_tokens
 
 if TYPE_CHECKING:
     from ..config import RetrievalConfig
-    from ..store.folder import Store
+    from ..store.folder import StoreView
     from .candidates import Candidate
     from .live import LiveTrees
     from .ranking import Ranking
@@ -289,7 +289,7 @@ class SectionBuilder:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreView,
         config: RetrievalConfig,
         texts: StoredTexts,
         trees: LiveTrees,

@@ -31,7 +31,7 @@ from .implied import statements_for_measures, topics_in_query
 
 if TYPE_CHECKING:
     from ..config import RetrievalConfig
-    from ..store.folder import Store
+    from ..store.folder import StoreView
     from .dense import DenseSearch
     from .labels import LabelLookup
     from .live import LiveTrees
@@ -67,7 +67,7 @@ class SectionSignals:
     """
 
     def __init__(
-        self, store: Store, config: RetrievalConfig, trees: LiveTrees, labels: LabelLookup, dense: DenseSearch,
+        self, store: StoreView, config: RetrievalConfig, trees: LiveTrees, labels: LabelLookup, dense: DenseSearch,
         hits: LiveHits,
     ) -> None:
         self.store = store

@@ -19,7 +19,7 @@ from ..lines import split_lines
 from ..tree.pages import PageMap, stored_page_map
 
 if TYPE_CHECKING:
-    from ..store.folder import Store
+    from ..store.folder import StoreView
 
 __all__ = ["StoredTexts"]
 
@@ -40,7 +40,7 @@ class StoredTexts:
             tokenizer counts word pieces (both looked up on each miss).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreView) -> None:
         self.store = store
         self._lines = LRU(64)  # doc_hash -> stored lines
         self._tokens = LRU(256)  # doc_hash -> word pieces per line

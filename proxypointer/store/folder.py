@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import ProxyPointerConfig, config_to_dict
 from ..embed.embedder import Embedder, SentenceTransformerEmbedder
@@ -33,7 +33,7 @@ from .registry import Registry
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11; a name for checkers only
 
-__all__ = ["PIPELINE_REVISION", "Store"]
+__all__ = ["PIPELINE_REVISION", "Store", "StoreView"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,39 @@ logger = logging.getLogger(__name__)
 #: "8 Financial Statements" among items is Item 8) bumps it, so that the next ingest re-indexes every document of a
 #: store rather than leaving it half old, half new. Part of :attr:`Store.pipeline_key`.
 PIPELINE_REVISION = 5
+
+
+class StoreView(Protocol):
+    """What the query path reads of a store: the read-only view it is typed against.
+
+    :class:`Store` and :class:`~proxypointer.index.Index` are such views; the query path
+    (:mod:`proxypointer.retrieve`) never takes the write lock, never ingests and never creates
+    a store.
+
+    Attributes:
+        root: The store folder.
+        config: The configuration the store was opened with.
+        embedder: The embedding model (queries are embedded with it).
+    """
+
+    root: Path
+    config: ProxyPointerConfig
+    embedder: Embedder
+
+    @property
+    def exists(self) -> bool:
+        """True if the folder holds a store."""
+
+    @property
+    def registry(self) -> Registry:
+        """The registry (opened on first use)."""
+
+    @property
+    def store(self) -> ChromaStore:
+        """The Chroma collection (reopened when another process wrote)."""
+
+    def check_model(self, record: bool = True) -> None:
+        """Raise ConfigError if the store was built with another model (``record=False`` here)."""
 
 
 class Store:

@@ -155,6 +155,18 @@ def test_the_query_path_types_against_the_store_not_the_index():
     assert users == []
 
 
+def test_the_query_path_sees_a_read_only_store_view():
+    # retrieve/ takes the store as StoreView (no write lock, no ingest), never the Store class
+    names = set()
+    for name, path in MODULES.items():
+        if _unit(name) != "retrieve":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("store.folder"):
+                names.update(f"{name}: {a.name}" for a in node.names)
+    assert names and all(n.endswith(": StoreView") for n in names), sorted(names)
+
+
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if not m.endswith("__main__")))
 def test_all_names_exist(name):
     module = importlib.import_module(name)
