@@ -599,9 +599,9 @@ class PDFConfig:
         markdown_with_html: Write complex tables as HTML inside the markdown.
         include_header_footer: Keep running page headers and footers (off: left out).
         use_struct_tree: Use the PDF's tags (tagged PDFs) for reading order and structure.
-        java_heap_mb: Largest Java heap of each converter JVM (``-Xmx``), MiB; 0: the JVM's
-            default (a quarter of the memory) with one worker, 1024 MiB each with more
-            (``pdf.AUTO_HEAP_MB``).
+        java_heap_mb: Largest Java heap of each converter JVM (``-Xmx``), MiB; 0: sized from
+            the machine, 1024 MiB at most and a quarter of physical memory for all workers
+            together (:func:`proxypointer.read.pdf.auto_heap_mb`).
         bookmarks: Use the PDF's bookmarks (its outline) as its tree: each entry becomes a
             heading on its page, at its depth, and the headings the converter found nest
             below it (:mod:`proxypointer.tree.outlinetext`). Off: the converter's headings alone.

@@ -49,12 +49,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_HEAP_MB",
+    "AUTO_HEAP_SHARE",
+    "MIN_AUTO_HEAP_MB",
     "ConversionBatch",
     "ConversionCache",
     "ConvertedPDF",
     "FailedPDF",
     "OpenDataLoaderConverter",
     "PDFConverter",
+    "auto_heap_mb",
     "conversion_key",
     "converter_from_config",
     "convert_pdf",
@@ -403,6 +406,7 @@ class OpenDataLoaderConverter(PDFConverter):
         cmd = [
             java,
             *([f"-Xmx{self.java_heap_mb}m"] if self.java_heap_mb else []),
+            "-XX:+ExitOnOutOfMemoryError",  # out of heap: exit at once, reported per file below
             "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8",
             "-Duser.language=en",
@@ -481,10 +485,7 @@ class OpenDataLoaderConverter(PDFConverter):
                     break
                 # The JVM died on `current` (out of memory, a crash): that file fails, the files
                 # after it get a new JVM.
-                results[current] = DocumentError(
-                    f"{paths[current]}: opendataloader-pdf crashed on this file (exit code {code}: {tail}); "
-                    f"convert it alone with `proxypointer -v convert {paths[current]}` to see why"
-                )
+                results[current] = DocumentError(self._crash_message(paths[current], code, tail))
                 pending = [i for i in left if i != current]
                 if pending:
                     logger.warning(
@@ -495,6 +496,20 @@ class OpenDataLoaderConverter(PDFConverter):
         for i in range(len(paths)):
             finished(i)
         return [r if r is not None else DocumentError(f"{paths[k]}: not converted") for k, r in enumerate(results)]
+
+    def _crash_message(self, path: Path, code: int, tail: str) -> str:
+        """Return what a user reads when the JVM died on ``path``; out of memory names the heap setting."""
+        if "OutOfMemoryError" in tail:
+            heap = f"{self.java_heap_mb} MiB" if self.java_heap_mb else "the JVM's default"
+            return (
+                f"{path}: opendataloader-pdf ran out of memory on this file (Java heap {heap}, "
+                f"pdf.java_heap_mb); raise pdf.java_heap_mb (e.g. {max(2 * self.java_heap_mb, 2048)}) "
+                "in the config, or lower pdf.workers"
+            )
+        return (
+            f"{path}: opendataloader-pdf crashed on this file (exit code {code}: {tail}); "
+            f"convert it alone with `proxypointer -v convert {path}` to see why"
+        )
 
     def _run(
         self,
@@ -519,7 +534,7 @@ class OpenDataLoaderConverter(PDFConverter):
         """
         cmd = self._command(java, jar, [str(in_dir / f"{i:05d}.pdf") for i in indices], out_dir)
         logger.debug("running opendataloader-pdf on %d file(s): %s", len(indices), " ".join(cmd[:8]))
-        tail, current, created = "", None, set()
+        tail, current, created, oom = "", None, set(), ""
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
@@ -535,6 +550,8 @@ class OpenDataLoaderConverter(PDFConverter):
                 line = raw.rstrip("\n")
                 if line.strip():
                     tail = line.strip()
+                if "OutOfMemoryError" in line:
+                    oom = line.strip()
                 err = _ERROR.search(line)
                 if err:
                     i = int(err.group(1))
@@ -555,14 +572,40 @@ class OpenDataLoaderConverter(PDFConverter):
             if proc.poll() is None:  # interrupted: never leave the JVM running
                 proc.kill()
                 proc.wait()
-        return code, tail[:300], created, current
+        return code, (oom or tail)[:300], created, current
 
 
-#: Java heap of each JVM when several convert at once and ``pdf.java_heap_mb`` is 0, MiB.
-#: The two largest financebench-dev filings (NIKE_2023_10K, PEPSICO_2022_10K) converted in one
-#: JVM with ``-Xmx512m`` byte for byte as with the default heap (668 MB resident instead of
-#: 6.3 GB); twice that leaves room for larger files.
+#: Most Java heap of each JVM when ``pdf.java_heap_mb`` is 0 (the default), MiB. The two largest
+#: financebench-dev filings (NIKE_2023_10K, PEPSICO_2022_10K) converted in one JVM with
+#: ``-Xmx512m`` byte for byte as with the JVM's own default heap (668 MB resident instead of
+#: 6.3 GB), and a 252-page 10-K byte for byte at 1024 MiB in 1.18 GB (issue 33); twice the first
+#: leaves room for larger files. The JVM's own default is a quarter of the machine's memory per
+#: JVM, 5.3 GB for that 10-K here.
 AUTO_HEAP_MB = 1024
+#: Least heap :func:`auto_heap_mb` gives a JVM, MiB (below it opendataloader-pdf fails on small files).
+MIN_AUTO_HEAP_MB = 256
+#: Share of physical memory all converter JVMs together may take as heap when sized automatically.
+AUTO_HEAP_SHARE = 0.25
+
+
+def auto_heap_mb(workers: int, physical_mb: int | None = None) -> int:
+    """Java heap of each converter JVM when ``pdf.java_heap_mb`` is 0, MiB.
+
+    At most :data:`AUTO_HEAP_MB`, and all ``workers`` JVMs together at most
+    :data:`AUTO_HEAP_SHARE` of physical memory, but never under :data:`MIN_AUTO_HEAP_MB`.
+
+    Args:
+        workers: JVMs that run at once.
+        physical_mb: The machine's memory in MiB; None: read from the OS (``os.sysconf``;
+            :data:`AUTO_HEAP_MB` where it cannot be read).
+    """
+    if physical_mb is None:
+        try:
+            physical_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+        except (ValueError, OSError, AttributeError):
+            return AUTO_HEAP_MB
+    share = int(physical_mb * AUTO_HEAP_SHARE) // max(1, workers)
+    return max(MIN_AUTO_HEAP_MB, min(AUTO_HEAP_MB, share))
 
 
 def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFConverter:
@@ -570,15 +613,15 @@ def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFC
 
     Args:
         config: The ``pdf`` section (``converter``, ``table_method``, ...).
-        workers: JVMs that will run at once (default ``config.workers``); with more than one
-            and ``pdf.java_heap_mb`` 0, each JVM gets ``-Xmx`` :data:`AUTO_HEAP_MB` MiB
-            instead of the JVM's default of a quarter of the machine's memory each.
+        workers: JVMs that will run at once (default ``config.workers``); with
+            ``pdf.java_heap_mb`` 0 each JVM gets ``-Xmx`` :func:`auto_heap_mb` MiB instead of
+            the JVM's default of a quarter of the machine's memory each.
 
     Returns:
         An :class:`OpenDataLoaderConverter` (the only converter so far).
     """
     n = config.workers if workers is None else workers
-    heap = config.java_heap_mb or (AUTO_HEAP_MB if n > 1 else 0)
+    heap = config.java_heap_mb or auto_heap_mb(n)
     return OpenDataLoaderConverter(
         table_method=config.table_method,
         markdown_with_html=config.markdown_with_html,

@@ -349,7 +349,8 @@ def test_jvm_log_is_read_a_crash_is_retried_and_partial_output_refused(tmp_path,
     results = conv.convert_group(files, done.append)
     assert sorted(done) == [0, 1, 2, 3]  # each file reported once
     assert "# a.pdf" in results[0] and "# b.pdf" in results[2]  # b: converted by a new JVM
-    assert isinstance(results[1], DocumentError) and "crashed on this file" in str(results[1])
+    assert isinstance(results[1], DocumentError) and "ran out of memory on this file" in str(results[1])
+    assert "raise pdf.java_heap_mb" in str(results[1])  # the setting to change, named
     assert str(results[1]).startswith(f"{files[1]}: ")
     assert isinstance(results[3], DocumentError) and "encrypted" in str(results[3])
     batch = convert_pdfs(files, conv, workers=2)
@@ -357,17 +358,21 @@ def test_jvm_log_is_read_a_crash_is_retried_and_partial_output_refused(tmp_path,
     assert [f.path.name for f in batch.failed] == ["crash.pdf", "locked.pdf"]
 
 
-def test_java_heap_is_capped_when_several_jvms_run(tmp_path):
+def test_java_heap_is_sized_from_the_machine_and_the_workers(tmp_path):
     from proxypointer.config import PDFConfig
-    from proxypointer.read.pdf import AUTO_HEAP_MB, converter_from_config
+    from proxypointer.read.pdf import AUTO_HEAP_MB, MIN_AUTO_HEAP_MB, auto_heap_mb, converter_from_config
 
     def xmx(conv):
         return [a for a in conv._command("java", tmp_path / "x.jar", ["in.pdf"], tmp_path) if a.startswith("-Xmx")]
 
-    assert xmx(converter_from_config(PDFConfig())) == []  # one JVM: the JVM's own default
-    assert xmx(converter_from_config(PDFConfig(workers=3))) == [f"-Xmx{AUTO_HEAP_MB}m"]
-    assert xmx(converter_from_config(PDFConfig(), workers=2)) == [f"-Xmx{AUTO_HEAP_MB}m"]
+    # never the JVM's own default (a quarter of the memory per JVM: 5.3 GB for one 10-K here)
+    assert xmx(converter_from_config(PDFConfig())) == [f"-Xmx{auto_heap_mb(1)}m"]
+    assert xmx(converter_from_config(PDFConfig(workers=3))) == [f"-Xmx{auto_heap_mb(3)}m"]
     assert xmx(converter_from_config(PDFConfig(java_heap_mb=700))) == ["-Xmx700m"]
+    # all JVMs together at most a quarter of physical memory, each between the bounds
+    assert auto_heap_mb(1, physical_mb=24_000) == AUTO_HEAP_MB
+    assert auto_heap_mb(4, physical_mb=8_000) == 500
+    assert auto_heap_mb(8, physical_mb=2_000) == MIN_AUTO_HEAP_MB
     # the heap does not change the output, so it is not part of the conversion key
     assert converter_from_config(PDFConfig(java_heap_mb=700)).options == converter_from_config(PDFConfig()).options
     with pytest.raises(ConfigError, match="pdf.java_heap_mb"):
