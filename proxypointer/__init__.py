@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from . import _moved
-from ._moved import lazy_names
+from ._moved import lazy_dir, lazy_names
 from ._version import __version__ as __version__
 from .config import ProxyPointerConfig, load_config
 from .errors import (
@@ -88,3 +88,4 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _moved.install()
 
 __getattr__ = lazy_names(__name__, {name: f".{module}" for name, module in _LAZY.items()})
+__dir__ = lazy_dir(globals(), _LAZY)

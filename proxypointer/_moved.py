@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MOVED", "install", "lazy_names"]
+__all__ = ["MOVED", "RENAMED", "install", "lazy_dir", "lazy_names"]
 
 #: Old module (under ``proxypointer.``) -> the modules that hold its names now, searched in
 #: order. Old modules that became packages (``tree``, ``store``, ``ingest``) are not here:
@@ -79,6 +79,13 @@ MOVED: dict[str, tuple[str, ...]] = {
     "treescore": ("eval.trees",),
 }
 
+#: Names that left their module (old module, old name) -> (module now, attribute path there),
+#: each with the same call signature as before.
+RENAMED: dict[tuple[str, str], tuple[str, str]] = {
+    ("livetrees", "tree_from_json"): ("tree.build", "DocumentTree.from_json"),
+    ("records", "tree_to_json"): ("tree.build", "DocumentTree.to_json"),
+}
+
 _PACKAGE = __name__.rpartition(".")[0]
 
 
@@ -90,8 +97,18 @@ def _old_module(old: str) -> types.ModuleType:
         module.__path__ = []  # a package before: its submodules are found by the finder
 
     def __getattr__(name: str) -> Any:
+        if name == "__all__":  # ``from proxypointer.<old> import *``
+            return sorted({n for t in targets for n in getattr(importlib.import_module(t), "__all__", ())})
         if name.startswith("__"):
             raise AttributeError(name)
+        if (old, name) in RENAMED:
+            where, path = RENAMED[(old, name)]
+            got: Any = importlib.import_module(f"{_PACKAGE}.{where}")
+            for part in path.split("."):
+                got = getattr(got, part)
+            warnings.warn(f"{module.__name__}.{name} is now {_PACKAGE}.{where}.{path}; the old name works for one "
+                          "release", DeprecationWarning, stacklevel=2)
+            return got
         for target in targets:
             mod = importlib.import_module(target)
             if hasattr(mod, name):
@@ -155,3 +172,13 @@ def lazy_names(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def lazy_dir(namespace: dict[str, Any], exports: dict[str, str]) -> Callable[[], list[str]]:
+    """Return a module ``__dir__`` that lists the lazily exported names beside the loaded ones.
+
+    Args:
+        namespace: The package's ``globals()``.
+        exports: The names :func:`lazy_names` resolves.
+    """
+    return lambda: sorted({*namespace, *exports})

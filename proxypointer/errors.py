@@ -46,6 +46,10 @@ class StoreNotFoundError(StoreError):
     @classmethod
     def at(cls, root: object) -> StoreNotFoundError:
         """Build the one error every command gives for a folder ``root`` that holds no store."""
+        from pathlib import Path
+
+        if Path(str(root)).is_file():
+            return cls(f"{root}: is a file, not a store folder; give --store a folder (ingest creates it)")
         return cls(f"{root}: no proxypointer store here; run `proxypointer ingest` first")
 
 

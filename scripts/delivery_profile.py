@@ -23,10 +23,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proxypointer.config import config_from_dict
-from proxypointer.embed.embedder import SentenceTransformerEmbedder
-from proxypointer.eval.benchmark import load_benchmark
-from proxypointer.eval.harness import _MemoEmbedder, _Runner, _shared_vectors, settings_from_dict, system_specs
+from proxypointer.config import config_from_dict  # noqa: E402
+from proxypointer.embed.embedder import SentenceTransformerEmbedder  # noqa: E402
+from proxypointer.eval.benchmark import load_benchmark  # noqa: E402
+from proxypointer.eval.harness import _MemoEmbedder, _Runner, _shared_vectors, settings_from_dict, system_specs  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

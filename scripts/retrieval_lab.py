@@ -41,9 +41,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proxypointer.chunk.chunker import breadcrumb_text
-from proxypointer.config import ProxyPointerConfig, config_from_dict, config_to_dict
-from proxypointer.eval.benchmark import (
+from proxypointer.chunk.chunker import breadcrumb_text  # noqa: E402
+from proxypointer.config import ProxyPointerConfig, config_from_dict, config_to_dict  # noqa: E402
+from proxypointer.eval.benchmark import (  # noqa: E402
     Benchmark,
     EvidenceSpan,
     bootstrap_interval,
@@ -51,12 +51,12 @@ from proxypointer.eval.benchmark import (
     load_benchmark,
     paired_difference,
 )
-from proxypointer.eval.harness import DEFAULT_TEMPLATES, SystemSpec, VectorCache, store_folder
-from proxypointer.lines import slice_lines, split_lines
-from proxypointer.retrieve.context import cut_to_tokens, pack_windows
-from proxypointer.retrieve.ranking import LexicalIndex, fuse_rrf, rank_sections
-from proxypointer.store.chroma import Hit
-from proxypointer.tree.build import DocumentTree, build_tree
+from proxypointer.eval.harness import DEFAULT_TEMPLATES, SystemSpec, VectorCache, store_folder  # noqa: E402
+from proxypointer.lines import slice_lines, split_lines  # noqa: E402
+from proxypointer.retrieve.context import cut_to_tokens, pack_windows  # noqa: E402
+from proxypointer.retrieve.ranking import LexicalIndex, fuse_rrf, rank_sections  # noqa: E402
+from proxypointer.store.chroma import Hit  # noqa: E402
+from proxypointer.tree.build import DocumentTree, build_tree  # noqa: E402
 
 logger = logging.getLogger("retrieval_lab")
 

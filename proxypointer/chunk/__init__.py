@@ -1,4 +1,4 @@
-"""Stage 3, tree -> chunks: each node's own text split inside its boundaries, a breadcrumb first.
+"""The chunk stage, tree -> chunks: each node's own text split inside its boundaries, a breadcrumb first.
 
 Modules:
     chunker    nodes -> ``Chunk``s with breadcrumbs, line and page pointers; noise filter; windows

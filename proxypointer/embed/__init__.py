@@ -1,4 +1,4 @@
-"""Stage 1 of the model: texts -> vectors, and the tokenizer that counts word pieces.
+"""The embed stage, texts -> vectors, and the tokenizer that counts word pieces.
 
 Modules:
     tokenizer  the embedding model's tokenizer, without torch (word-piece counts)

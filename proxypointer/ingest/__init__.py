@@ -1,4 +1,4 @@
-"""Stage 6a, the write path: files -> tree -> chunks -> vectors -> a store, as explicit stages.
+"""The write path: files -> tree -> chunks -> vectors -> a store, as explicit stages.
 
 Modules:
     stages       the stages any runner chains (plan, read, parse, chunk, embed, write, finish)
@@ -13,7 +13,7 @@ keeps working (the names of the old ``proxypointer.ingest`` module).
 
 from __future__ import annotations
 
-from .._moved import lazy_names
+from .._moved import lazy_dir, lazy_names
 
 __all__ = [
     "Embedded",
@@ -68,3 +68,4 @@ _EXPORTS = {
 }
 
 __getattr__ = lazy_names(__name__, _EXPORTS)
+__dir__ = lazy_dir(globals(), _EXPORTS)

@@ -1,4 +1,4 @@
-"""Stage 1, files -> text: discovery, one reader per file suffix, PDF conversion.
+"""The read stage, files -> text: discovery, one reader per file suffix, PDF conversion.
 
 Modules:
     discovery  the files and folders given to ``ingest`` -> source files with unique doc ids

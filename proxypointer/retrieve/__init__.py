@@ -1,4 +1,4 @@
-"""Stage 6b, the read path: query -> chunk hits -> sections -> context.
+"""The read path: query -> chunk hits -> sections -> context.
 
 Modules:
     query         the sentences of a query and the question a focus ranking searches

@@ -16,6 +16,7 @@ top: :mod:`proxypointer.retrieve.context` (a context budget), :mod:`proxypointer
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,8 +253,8 @@ class Retriever:
         """
         check_query(query)
         k = self.config.k if k is None else k
-        if k < 1:
-            raise ConfigError(f"k: expected an int >= 1, got {k}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ConfigError(f"k: expected an int >= 1, got {k!r}")
         self.require_store()
         scope = self.scope(where, doc_ids, source_prefix)
         if scope.empty:

@@ -144,3 +144,15 @@ def budgeted(section: Section, budget: int, tokenizer: Any) -> tuple[dict[str, A
     d["truncated"] = not whole
     d["next_start_line"] = first + b + 1 if not whole and first + b < last else None
     return d, n_tok
+
+
+def __getattr__(name: str) -> Any:
+    if name == "parse_tree":  # the name before the tree's own codec; kept for one release
+        import warnings
+
+        from ..tree.build import tree_rows
+
+        warnings.warn("proxypointer.serve.texts.parse_tree is now proxypointer.tree.build.tree_rows; the old "
+                      "name works for one release", DeprecationWarning, stacklevel=2)
+        return tree_rows
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

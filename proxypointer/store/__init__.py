@@ -1,4 +1,4 @@
-"""Stage 5, persistence: everything a store folder holds, read and written.
+"""The store stage, persistence: everything a store folder holds, read and written.
 
 Modules:
     folder      ``Store``: one store folder opened (registry, Chroma collection, model, readers)
@@ -24,7 +24,7 @@ Modules:
 
 from __future__ import annotations
 
-from .._moved import lazy_names
+from .._moved import lazy_dir, lazy_names
 
 __all__ = [
     "ChromaStore",
@@ -47,3 +47,4 @@ _EXPORTS = {
 }
 
 __getattr__ = lazy_names(__name__, _EXPORTS)
+__dir__ = lazy_dir(globals(), _EXPORTS)

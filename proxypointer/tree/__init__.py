@@ -1,4 +1,4 @@
-"""Stage 2, text -> tree: the skeleton tree of a document, no LLM.
+"""The tree stage, text -> tree: the skeleton tree of a document, no LLM.
 
 Modules:
     build          markdown text -> ``DocumentTree`` of ``Node``s with 1-based inclusive line ranges
@@ -22,7 +22,7 @@ working as before the package was split (the names of the old ``proxypointer.tre
 
 from __future__ import annotations
 
-from .._moved import lazy_names
+from .._moved import lazy_dir, lazy_names
 
 __all__ = [
     "DocumentTree",
@@ -53,3 +53,4 @@ _EXPORTS = {
 }
 
 __getattr__ = lazy_names(__name__, _EXPORTS)
+__dir__ = lazy_dir(globals(), _EXPORTS)

@@ -5,7 +5,7 @@ writes down from a printed table of contents: entries in document order, each a 
 1-based PDF page it starts on (page 1 = the first page of the file, never the number printed
 in a footer) and a level (1 = outermost). It is used twice:
 
-* as the tree of a PDF that carries bookmarks (:mod:`proxypointer.outlinetree` writes its
+* as the tree of a PDF that carries bookmarks (:mod:`proxypointer.tree.outlinetext` writes its
   entries into the converted markdown as headings);
 * as the gold a tree is scored against (:mod:`proxypointer.eval.trees`).
 

@@ -575,3 +575,13 @@ def test_cli_status_check_delete_on_a_missing_store(tmp_path, capsys):
         assert err == f"error: {missing}: no proxypointer store here; run `proxypointer ingest` first\n"
         assert out == ""
     assert not missing.exists()
+
+
+def test_a_store_path_that_is_a_file_says_so(tmp_path):
+    from proxypointer.errors import StoreNotFoundError
+
+    file = tmp_path / "notes.txt"
+    file.write_text("not a store")
+    with pytest.raises(StoreNotFoundError, match=r"notes.txt: is a file, not a store folder"):
+        Index.open(file)
+    assert file.read_text() == "not a store"

@@ -15,12 +15,12 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from proxypointer.config import ChunkingConfig, ProxyPointerConfig, StoreConfig
-from proxypointer.errors import ConfigError
-from proxypointer.ingest.ray import RayResources, check_store, ray_ingest
-from proxypointer.ingest.ray import stages as stages
-from proxypointer.ingest.ray.runner import _Sync
-from proxypointer.ingest.stages import IngestReport, finish_sync, plan_changed, start_sync
+from proxypointer.config import ChunkingConfig, ProxyPointerConfig, StoreConfig  # noqa: E402
+from proxypointer.errors import ConfigError  # noqa: E402
+from proxypointer.ingest.ray import RayResources, check_store, ray_ingest  # noqa: E402
+from proxypointer.ingest.ray import stages as stages  # noqa: E402
+from proxypointer.ingest.ray.runner import _Sync  # noqa: E402
+from proxypointer.ingest.stages import IngestReport, finish_sync, plan_changed, start_sync  # noqa: E402
 
 CFG = ProxyPointerConfig(chunking=ChunkingConfig(chunk_tokens=40, overlap_tokens=0))
 STAGES = ("read", "tree", "chunking", "embedding", "store", "registry", "ray_start")

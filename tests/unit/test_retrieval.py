@@ -909,3 +909,16 @@ def test_a_source_filter_reads_the_documents_current_paths(make_index, tmp_path)
     assert {s.doc_id for s in r.retrieve("kettle", k=5, where={"source": {"$ne": path}})} == {"notes"}
     both = {"$or": [{"source": path}, {"doc_id": "notes"}]}
     assert {s.doc_id for s in r.retrieve("kettle", k=5, where=both)} == {"guide", "notes"}
+
+
+def test_k_must_be_a_whole_number_of_sections(case27):
+    import numpy as np
+
+    from proxypointer.errors import ConfigError
+
+    idx, _ = case27
+    r = Retriever(idx)
+    for bad in (0, -1, 2.0, True, "3"):
+        with pytest.raises(ConfigError, match=r"k: expected an int >= 1"):
+            r.retrieve("warranty", k=bad)
+    assert len(r.retrieve("warranty", k=np.int64(1))) == 1

@@ -4,7 +4,7 @@ import json
 import re
 from pathlib import Path
 
-from proxypointer.evaluation import load_benchmark
+from proxypointer.eval.benchmark import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "bench" / "tiny"
