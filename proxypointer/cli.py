@@ -17,7 +17,7 @@ from pathlib import Path
 from ._version import __version__
 from .chunk.datauri import replace_data_uris
 from .errors import ProxyPointerError
-from .storefiles import CONVERTED_DIR, is_store
+from .storefiles import CONVERTED_DIR, ENCODERS_DIR, is_store
 
 __all__ = ["main"]
 
@@ -342,7 +342,9 @@ def _index(args: argparse.Namespace, *, one_query: bool = False):
         return Index(args.store, config)
     from .embed.embedder import SentenceTransformerEmbedder
 
-    return Index(args.store, config, SentenceTransformerEmbedder(config.embedding, trace_query=False))
+    root = Path(args.store if args.store is not None else config.store.path)
+    embedder = SentenceTransformerEmbedder(config.embedding, trace_query=False, query_encoder_dir=root / ENCODERS_DIR)
+    return Index(args.store, config, embedder)
 
 
 def _open_index(args: argparse.Namespace):
@@ -358,7 +360,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return 2
     index = _index(args)
     if args.engine == "ray":
-        from .ingest.ray import ray_ingest
+        from .ingest.ray import ray_ingest  # Ray itself loads only now
 
         report = ray_ingest(
             index,

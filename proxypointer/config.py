@@ -214,6 +214,13 @@ class EmbeddingConfig:
             budget_hit@2000 by +0.7 [-0.7, +2.0]; batches encode 1.3-1.6x and one query 2.6x
             faster here (docs/benchmarks.md). Vectors differ from the fp32 model's, so a store
             is built with one or the other (the model name gets ``+int8``).
+        query_encoder: ``onnx``: queries are embedded by the model's transformer exported to
+            ONNX (:mod:`proxypointer.embed.onnxquery`; exported once into the store folder
+            at an ingest or the first query, and kept only if its vectors agree with the
+            model's, cosine >= 0.9999 on probe texts), so a query process never imports
+            torch: a cold ``proxypointer query`` on the store of ``data/`` went from 6.4-7.7 s
+            to about 1 s here (docs/benchmarks.md). ``torch``: always the sentence-transformers
+            model. Documents are always embedded with the model.
     """
 
     model: str = "all-MiniLM-L6-v2"
@@ -221,10 +228,13 @@ class EmbeddingConfig:
     device: str = "cpu"
     query_prefix: str = ""
     quantize_int8: bool = False
+    query_encoder: str = "onnx"
 
     def __post_init__(self) -> None:
         _check(bool(self.model), "embedding.model", "must not be empty")
         _check(self.batch_size >= 1, "embedding.batch_size", f"expected an int >= 1, got {self.batch_size}")
+        _check(self.query_encoder in ("onnx", "torch"), "embedding.query_encoder",
+               f"expected 'onnx' or 'torch', got {self.query_encoder!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ class Index(Store):
 
         """
         with self.write_lock(create=True):
-            return run_ingest(
+            report = run_ingest(
                 self,
                 paths,
                 prune=prune,
@@ -109,6 +109,10 @@ class Index(Store):
                 show_progress=show_progress,
                 batch_chunks=batch_chunks,
             )
+            export = getattr(self.embedder, "export_query_encoder", None)
+            if export is not None and report.documents:  # once per store: queries then need no torch
+                export()
+            return report
 
     def preload(self, max_bytes: int | None = None) -> PreloadReport:
         """Read the store's files once so that the first queries find them in the OS page cache.

@@ -2,9 +2,10 @@
 
 A store folder holds the registry (:data:`REGISTRY_FILE`, SQLite), the stored texts
 (:data:`SOURCES_DIR`), the embedded Chroma collection (:data:`CHROMA_DIR`), the writers' lock
-(:data:`WRITE_LOCK`), cached PDF conversions (:data:`CONVERTED_DIR`) and conversation sessions
-(:data:`SESSIONS_DIR`). A folder is a store when it holds a registry (:func:`is_store`).
-Renaming any of these breaks every store already built.
+(:data:`WRITE_LOCK`), cached PDF conversions (:data:`CONVERTED_DIR`), conversation sessions
+(:data:`SESSIONS_DIR`) and exported query encoders (:data:`ENCODERS_DIR`). A folder is a
+store when it holds a registry (:func:`is_store`). Renaming any of these breaks every store
+already built.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 __all__ = [
     "CHROMA_DIR",
     "CONVERTED_DIR",
+    "ENCODERS_DIR",
     "REGISTRY_FILE",
     "SESSIONS_DIR",
     "SOURCES_DIR",
@@ -27,6 +29,7 @@ CHROMA_DIR = "chroma"
 WRITE_LOCK = "write.lock"
 CONVERTED_DIR = "converted"
 SESSIONS_DIR = "sessions"
+ENCODERS_DIR = "encoders"
 
 
 def is_store(folder: str | Path) -> bool:

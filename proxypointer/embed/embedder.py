@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from .._lru import LRU
 from ..config import EmbeddingConfig
 from ..errors import MissingDependencyError
+from .onnxquery import OnnxQueryEncoder, encoder_path, export_query_encoder
 from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
 
 if TYPE_CHECKING:
@@ -74,6 +76,11 @@ class SentenceTransformerEmbedder:
             (each op waits for the descheduled thread; docs/benchmarks.md). The setting is
             process-wide while a query runs: do not encode in another thread of the same
             process at the same time.
+        query_encoder_dir: Folder of exported query encoders (a store's ``encoders/``). With
+            ``embedding.query_encoder: onnx``, queries are embedded by the one exported for
+            this model (:class:`~proxypointer.embed.onnxquery.OnnxQueryEncoder`, no torch);
+            when there is none, the first query embeds with torch and exports it. None:
+            always torch.
 
     Raises:
         MissingDependencyError: On first use, if sentence-transformers is not installed.
@@ -88,6 +95,7 @@ class SentenceTransformerEmbedder:
         query_cache_size: int = 1024,
         trace_query: bool = True,
         query_threads: int | None = 1,
+        query_encoder_dir: Path | None = None,
     ) -> None:
         self.config = config or EmbeddingConfig()
         self.quantize_int8 = quantize_int8 or self.config.quantize_int8
@@ -99,6 +107,9 @@ class SentenceTransformerEmbedder:
         self._queries: LRU[str, np.ndarray] = LRU(self.query_cache_size)
         self._tokenizer: HFTokenizer | None = None
         self._model: SentenceTransformer | None = None
+        self.query_encoder_dir = query_encoder_dir if self.config.query_encoder == "onnx" else None
+        self._onnx: OnnxQueryEncoder | None = None
+        self._onnx_checked = False
 
     @property
     def tokenizer(self) -> HFTokenizer:
@@ -185,7 +196,10 @@ class SentenceTransformerEmbedder:
         vector = self._queries.get(text)
         if vector is not None:
             return vector
-        if self.query_threads:
+        onnx = self._exported_encoder()
+        if onnx is not None:
+            vector = onnx.encode(text)
+        elif self.query_threads:
             import torch
 
             before = torch.get_num_threads()
@@ -196,10 +210,59 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(before)
         else:
             vector = self._encode_one(text)
+        if onnx is None and self.query_encoder_dir is not None:
+            self.export_query_encoder()  # once: the next process embeds its queries without torch
         if self.query_cache_size:
             vector.setflags(write=False)
             self._queries.put(text, vector)
         return vector
+
+    def _exported_encoder(self) -> OnnxQueryEncoder | None:
+        """Return the exported query encoder of this model in ``query_encoder_dir``, if there is one.
+
+        Raises:
+            ConfigError: If the file found was exported for another model.
+        """
+        if not self._onnx_checked:
+            self._onnx_checked = True
+            if self.query_encoder_dir is not None and not self.quantize_int8:
+                model_path = Path(resolve_model_path(self.config.model))
+                path = encoder_path(self.query_encoder_dir, self.name, model_path)
+                if path.is_file():
+                    self._onnx = OnnxQueryEncoder(path, self.name, model_path)
+                    logger.debug("queries embedded by %s", path)
+        return self._onnx
+
+    def has_query_encoder(self) -> bool:
+        """Tell whether queries are embedded by an exported encoder (without torch).
+
+        Raises:
+            ConfigError: If the file found was exported for another model.
+        """
+        return self._exported_encoder() is not None
+
+    def export_query_encoder(self) -> Path | None:
+        """Export this model's query encoder into ``query_encoder_dir`` unless it is there.
+
+        Loads the model if it is not loaded (torch). Called at the end of an ingest and after
+        the first query embedded with torch; a failed export is logged and tried once per
+        process.
+
+        Returns:
+            The exported file; None when there is no folder, the model is quantised, or the
+            export failed or did not match the model (logged).
+        """
+        if self.query_encoder_dir is None or self.quantize_int8:
+            return None
+        if self._exported_encoder() is not None:
+            return encoder_path(self.query_encoder_dir, self.name, Path(resolve_model_path(self.config.model)))
+        model_path = Path(resolve_model_path(self.config.model))
+        path = export_query_encoder(self.model, self.name, model_path, self.query_encoder_dir)
+        if path is None:
+            self.query_encoder_dir = None  # tried once: this process keeps torch
+        else:
+            self._onnx = OnnxQueryEncoder(path, self.name, model_path)  # the next queries use it
+        return path
 
     def _encode_one(self, text: str) -> np.ndarray:
         """One text -> float32 ``(dim,)``, through the traced encoder when there is one."""

@@ -32,7 +32,7 @@ from ..retrieve.delivery import format_outline
 from ..retrieve.ranking import LexicalIndex, rank_sections
 from ..retrieve.references import ReferenceFollower
 from ..store.chroma import Hit
-from ..storefiles import CONVERTED_DIR
+from ..storefiles import CONVERTED_DIR, ENCODERS_DIR
 from .benchmark import (
     METRICS,
     Benchmark,
@@ -296,6 +296,10 @@ class _MemoEmbedder:
         """Embed many queries in one batch (one call is far cheaper than one per query)."""
         todo = sorted({q for q in queries if q not in self._queries})
         if not todo:
+            return
+        export = getattr(self.inner, "export_query_encoder", None)
+        if export is not None and export() is not None:  # queries embedded as a user's are
+            self._queries.update((q, self.inner.encode_query(q)) for q in todo)
             return
         prefix = getattr(getattr(self.inner, "config", None), "query_prefix", "")
         vectors = self.inner.encode([prefix + q for q in todo])
@@ -589,7 +593,7 @@ def ingest_systems(
     if embedder is None:
         from ..embed.embedder import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder(config.embedding)
+        embedder = SentenceTransformerEmbedder(config.embedding, query_encoder_dir=Path(settings.cache) / ENCODERS_DIR)
     memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     for spec in specs:
         if spec.kind == "dense":
@@ -625,7 +629,7 @@ def run_evaluation(
     if embedder is None:
         from ..embed.embedder import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder(config.embedding)
+        embedder = SentenceTransformerEmbedder(config.embedding, query_encoder_dir=Path(settings.cache) / ENCODERS_DIR)
     memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     names = [f"budget_hit@{b}" for b in settings.budgets]
     values: dict[str, dict[str, dict[str, list[float]]]] = {}

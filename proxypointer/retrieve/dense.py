@@ -26,7 +26,7 @@ from .hits import LiveHits, id_hit
 if TYPE_CHECKING:
     from ..store.folder import StoreView
 
-__all__ = ["EXACT_SEARCH_MAX_CHUNKS", "MAX_QUERY_WINDOWS", "DenseSearch"]
+__all__ = ["EXACT_SEARCH_ALL_MAX_CHUNKS", "EXACT_SEARCH_MAX_CHUNKS", "MAX_QUERY_WINDOWS", "DenseSearch"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 #: vectors back costs about 0.1 ms per chunk here, Chroma's filtered search ~100 ms at 100k
 #: chunks whatever the filter selects (docs/benchmarks.md).
 EXACT_SEARCH_MAX_CHUNKS = 1000
+#: Most chunks a whole store may hold for a search without a filter to be exact too (the
+#: vectors read back and scored in numpy, about 0.1 ms per chunk) instead of Chroma's: a
+#: process that queries once then never opens Chroma, whose import and client cost about 1 s
+#: here (a cold ``proxypointer query`` on the store of ``data/``, 72 chunks; docs/benchmarks.md).
+EXACT_SEARCH_ALL_MAX_CHUNKS = 256
 
 #: Most windows a long query is embedded in (see :meth:`DenseSearch.query_vectors`); beyond
 #: that, the last paragraphs are kept (a question pasted after a preamble ends the query).
@@ -168,22 +173,27 @@ class DenseSearch:
     def exact_search(
         self, vectors: np.ndarray, n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float]] | None:
-        """Exact top-``n`` over the live chunks of a plain doc_id filter; ``None`` when not applicable.
+        """Exact top-``n`` over the chunks of a plain doc_id filter or a small store; ``None`` when not applicable.
 
         Args:
             vectors: Query vectors, float32 ``(n_windows, dim)``.
             n: Chunks wanted.
-            where: The filter; only a plain ``doc_id`` filter over at most
-                :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks whose vectors can be read now applies.
+            where: The filter; a plain ``doc_id`` filter over at most
+                :data:`EXACT_SEARCH_MAX_CHUNKS` live chunks, or no filter in a store of at most
+                :data:`EXACT_SEARCH_ALL_MAX_CHUNKS` chunks, applies when their vectors can be
+                read now.
 
         Returns:
             ``(chunk_id, cosine)`` pairs, best first (ties in the registry's chunk order), or
             None.
         """
         doc_ids = filter_doc_ids(where)
-        if doc_ids is None:
+        if doc_ids is None and where is not None:
             return None
-        ids = self.store.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
+        if doc_ids is None:
+            ids = self.store.registry.chunks.all_chunk_ids(EXACT_SEARCH_ALL_MAX_CHUNKS)
+        else:
+            ids = self.store.registry.live_chunk_ids(doc_ids, EXACT_SEARCH_MAX_CHUNKS)
         if ids is None:
             return None
         got = self.vectors(ids, vectors.shape[-1])

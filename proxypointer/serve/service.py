@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
 from ..embed.embedder import Embedder, SentenceTransformerEmbedder
-from ..storefiles import is_store
+from ..storefiles import ENCODERS_DIR, is_store
 from .concurrency import ServedIndex, SharedEmbedder
 from .errors import MAX_ID_CHARS
 from .readers import ReaderPool
@@ -97,7 +97,9 @@ class Service:
         self.limits = self.config.serve
         self.root = Path(store if store is not None else self.config.store.path)
         self.allow_write = allow_write
-        self.embedder = SharedEmbedder(embedder or SentenceTransformerEmbedder(self.config.embedding))
+        self.embedder = SharedEmbedder(
+            embedder or SentenceTransformerEmbedder(self.config.embedding, query_encoder_dir=self.root / ENCODERS_DIR)
+        )
         if allow_write and not is_store(self.root):
             # a server that may ingest starts on an empty store, created now (issue 32)
             with ServedIndex(self.root, self.config, self.embedder) as index:

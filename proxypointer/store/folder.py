@@ -26,7 +26,7 @@ from ..config import ProxyPointerConfig, config_to_dict
 from ..embed.embedder import Embedder, SentenceTransformerEmbedder
 from ..errors import ConfigError, LockError, StoreError, StoreNotFoundError
 from ..read.readers import Reader, default_readers
-from ..storefiles import CONVERTED_DIR, WRITE_LOCK, is_store
+from ..storefiles import CONVERTED_DIR, ENCODERS_DIR, WRITE_LOCK, is_store
 from .chroma import ChromaStore, embedded_writer
 from .registry import Registry
 
@@ -113,7 +113,9 @@ class Store:
     ) -> None:
         self.config = config or ProxyPointerConfig()
         self.root = Path(store if store is not None else self.config.store.path)
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
+        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
+            self.config.embedding, query_encoder_dir=self.root / ENCODERS_DIR
+        )
         self.readers: dict[str, Reader] = default_readers(self.config, conversion_cache=self.root / CONVERTED_DIR)
         self._registry: Registry | None = None
         self._store: ChromaStore | None = None

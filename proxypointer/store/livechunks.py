@@ -68,6 +68,14 @@ class LiveChunks:
                 return None
         return out
 
+    def all_chunk_ids(self, limit: int) -> list[str] | None:
+        """Every registered chunk id (live ones and any a writer has in flight), or ``None`` past ``limit``.
+
+        Reads at most ``limit + 1`` rows, so asking costs little in a store of any size.
+        """
+        rows = self._db.execute("SELECT chunk_id FROM chunks LIMIT ?", (limit + 1,)).fetchall()
+        return None if len(rows) > limit else [r[0] for r in rows]
+
     def chunk_records(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """``chunk_id -> (text, metadata)`` for the given live chunks that have a usable copy.
 
