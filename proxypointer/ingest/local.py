@@ -64,10 +64,14 @@ BATCH_READ_FILES = 64
 INGEST_BAR_DELAY_S = 1.0
 
 
+#: The ingest bar: documents done of the files planned, with the chunks embedded so far.
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total_fmt} docs [{elapsed}<{remaining}{postfix}]"
+
+
 class _Run:
     """State of one single-process sync: report, progress bar and the group being gathered."""
 
-    def __init__(self, index: Store, show_progress: bool, batch_chunks: int) -> None:
+    def __init__(self, index: Store, show_progress: bool, batch_chunks: int, files: int = 0) -> None:
         self.index = index
         self.registry = index.registry
         self.store = index.store
@@ -80,15 +84,25 @@ class _Run:
         )
         self.pending: list[tuple[Pending, PreparedDocument]] = []
         self.n_pending = 0
-        self.docs_done = 0
-        # shown after a second: a run with nothing to embed prints its summary line alone
-        self.bar = progress_bar(total=0, desc="ingest", unit="chunk", disable=not show_progress,
-                                delay=INGEST_BAR_DELAY_S)
+        self.chunks_embedded = 0
+        # Counted in documents: its total is the ``files`` this run plans, known before any is
+        # read, so it never grows; a document being embedded moves it by the share of its
+        # group's chunks done. Shown after a second: a run with nothing to embed prints its
+        # summary line alone.
+        self.bar = progress_bar(total=files, desc="ingest", unit="doc", disable=not show_progress,
+                                delay=INGEST_BAR_DELAY_S, bar_format=_BAR_FORMAT)
 
-    def doc_done(self, n: int = 1) -> None:
-        self.docs_done += n
-        self.bar.set_postfix_str(f"{self.docs_done}/{self.report.documents} docs", refresh=False)
+    def doc_done(self, n: int = 1, advance: bool = True) -> None:
+        """Count ``n`` documents done; ``advance=False`` when embedding moved the bar already."""
+        if advance:
+            self.bar.update(n)
         tick(self.bar)
+
+    def _embedded(self, n: int, weight: float) -> None:
+        """``n`` more chunks embedded, each worth ``weight`` documents of the bar."""
+        self.chunks_embedded += n
+        self.bar.set_postfix_str(f"{self.chunks_embedded} chunks embedded", refresh=False)
+        self.bar.update(n * weight)
 
     def fail(self, path: str, message: str) -> None:
         self.report.failed.append((path, message))
@@ -97,8 +111,6 @@ class _Run:
     def add(self, pending: Pending, doc: PreparedDocument) -> None:
         self.pending.append((pending, doc))
         self.n_pending += len(doc.chunks)
-        self.bar.total += len(doc.chunks)
-        tick(self.bar)
         if self.n_pending >= self.batch_chunks:
             self.flush()
 
@@ -112,13 +124,17 @@ class _Run:
         st = self.report.stage_seconds
         reg, store = self.registry, self.store
         t = time.perf_counter()
+        chunks = [c for _, d in group for c in d.chunks]
+        weight = len(group) / len(chunks) if chunks else 0.0
+        before = self.bar.n
         emb = embed_chunks(
-            [c for _, d in group for c in d.chunks],
+            chunks,
             self.index.embedder,
             reg,
             group_size=self.group_size,
-            on_progress=self.bar.update,
+            on_progress=lambda n: self._embedded(n, weight),
         )
+        self.bar.update(before + len(group) - self.bar.n)  # the group's documents, exactly
         st["embedding"] += time.perf_counter() - t
         self.report.embedded += emb.embedded
         self.report.cached += emb.cached
@@ -146,7 +162,7 @@ class _Run:
                     repair_one(reg, store, reg.get(d.doc_id))
                 except ProxyPointerError as err2:
                     logger.error("%s: could not roll back (%s); the next run repairs it", d.doc_id, err2)
-                self.doc_done()
+                self.doc_done(advance=False)
                 continue
             t = time.perf_counter()
             commit_document(reg, store, d, source, p.mtime, p.size)
@@ -154,7 +170,7 @@ class _Run:
             self.report.indexed += 1
             self.report.sections += d.n_sections
             self.report.chunks += len(d.chunks)
-            self.doc_done()
+            self.doc_done(advance=False)
 
 
 def run_ingest(
@@ -190,7 +206,7 @@ def run_ingest(
     t0 = time.perf_counter()
     found = start_sync(index, paths, include_hidden=include_hidden)
     files, aside_failed, aside_notes = set_aside(found.files, index.readers)
-    run = _Run(index, show_progress, batch_chunks)
+    run = _Run(index, show_progress, batch_chunks, files=len(files))
     report = run.report
     report.failed.extend(found.failed)
     report.failed.extend(aside_failed)

@@ -128,7 +128,7 @@ class IngestReport:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line: documents, sections and chunks written (of the documents indexed), seconds, failures.
+        """One line: documents, sections and chunks written (of the documents indexed), seconds, chunks/s, failures.
 
         A re-run on unchanged input writes nothing: "3 documents (0 indexed, 3 unchanged, 0
         deleted), 0 sections and 0 chunks written" (``status`` counts what the store holds).
@@ -138,6 +138,8 @@ class IngestReport:
             f"{self.deleted} deleted), {self.sections} sections and {self.chunks} chunks written "
             f"({self.embedded} embedded, {self.cached} cached) in {self.seconds:.1f} s"
         )
+        if self.chunks and self.seconds > 0:
+            line += f" ({self.chunks / self.seconds:.1f} chunks/s)"
         if self.cache_pruned:
             line += f"; {self.cache_pruned} unused cached embeddings removed"
         if self.failed:

@@ -293,18 +293,19 @@ def test_ctrl_c_mid_embedding_keeps_the_vectors_already_computed(tmp_path, make_
     assert index.check().ok
 
 
-def test_progress_counts_chunks_within_one_document(tmp_path, make_index, monkeypatch):
+def test_progress_counts_documents_and_moves_within_one_documents_embedding(tmp_path, make_index, monkeypatch):
     import tqdm
 
     bars = []
 
     class Bar:
         def __init__(self, iterable=None, total=0, unit="", **kw):
-            self.total, self.unit, self.updates = total, unit, []
+            self.total, self.unit, self.updates, self.n = total, unit, [], 0
             bars.append(self)
 
         def update(self, n=1):
             self.updates.append(n)
+            self.n += n
 
         def set_postfix_str(self, *a, **k):
             pass
@@ -321,7 +322,8 @@ def test_progress_counts_chunks_within_one_document(tmp_path, make_index, monkey
     cfg = dataclasses.replace(SMALL, embedding=EmbeddingConfig(batch_size=1))
     rep = make_index(cfg).ingest([src], show_progress=True)
     (bar,) = bars
-    assert bar.unit == "chunk" and bar.total == rep.chunks == sum(bar.updates)
+    # counted in documents, its total known before the file is read; it ends at the total
+    assert bar.unit == "doc" and bar.total == rep.documents == 1 and abs(bar.n - 1) < 1e-9
     moves = [n for n in bar.updates if n]  # update(0) only redraws (progress.tick)
     assert len(moves) >= rep.chunks // 8  # moves during the one document's embedding
 
@@ -500,3 +502,41 @@ def test_a_heading_written_with_a_no_break_space_is_noted_where_it_stays_text(tm
     rep = make_index().ingest([docs], show_progress=False)
     notes = [m for p, m in rep.notes if "no-break space" in m]
     assert len(notes) == 1 and "manual.md" in notes[0] and "(lines 5)" in notes[0]
+
+
+def test_the_progress_total_is_the_files_planned_and_never_grows(tmp_path, make_index, monkeypatch):
+    import tqdm
+
+    bars = []
+
+    class Bar:
+        def __init__(self, iterable=None, total=0, unit="", **kw):
+            self.first_total, self.unit, self.n = total, unit, 0
+            self.__dict__["total"] = total
+            bars.append(self)
+
+        def __setattr__(self, name, value):
+            if name == "total" and "total" in self.__dict__:
+                raise AssertionError("the bar's total changed during the run")
+            super().__setattr__(name, value)
+
+        def update(self, n=1):
+            self.n += n
+
+        def set_postfix_str(self, *a, **k):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(3):
+        (corpus / f"d{i}.md").write_text(many_sections(4), encoding="utf-8")
+    index = make_index(SMALL)
+    first = index.ingest([corpus], show_progress=True)
+    (corpus / "d1.md").write_text(many_sections(6), encoding="utf-8")
+    second = index.ingest([corpus], show_progress=True)
+    assert [(b.unit, b.first_total, round(b.n, 9)) for b in bars] == [("doc", 3, 3), ("doc", 3, 3)]
+    assert (first.indexed, second.indexed, second.unchanged) == (3, 1, 2)
