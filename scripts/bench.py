@@ -13,6 +13,10 @@ markdown table ``<out>/bench-<stamp>.md``. docs/benchmarks.md explains every fig
 Phases (``phases:`` in the config, or ``--phases``):
 
 * ``cli``: ``proxypointer --help`` and ``import proxypointer`` wall time (subprocesses).
+* ``cold_query``: ``proxypointer query`` as a new process per question on a store of ``data/``
+  (the real model, whatever ``model`` says), with ``embedding.query_encoder`` ``onnx`` (the
+  default) and ``torch``; then one process's split into import and query, and whether it
+  imported torch or chromadb.
 * ``chunking``: read + tree + chunking only (no model) over each corpus: docs/s, chunks/s.
 * ``ingest``: ``Index.ingest`` of ``ingest.docs`` documents into a fresh store, split by
   stage, then ``encode`` alone on the same texts, then our end-to-end query latency on it.
@@ -62,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 16,
     "work": "results/bench-work",
     "out": "results",
-    "phases": ["cli", "chunking", "ingest", "reingest", "langchain", "query:10000", "quantized"],
+    "phases": ["cli", "cold_query", "chunking", "ingest", "reingest", "langchain", "query:10000", "quantized"],
     "ingest": {"docs": 60, "queries": 100, "k": 5},
     "reingest": {"docs": 0, "prebuilt_store": "", "edit_fraction": 0.01, "model": ""},
     "langchain": {"chunk_tokens": 128, "queries": 100, "k": 5, "batch_sizes": []},
@@ -71,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
               "preload": False},
     "quantized": {"docs": 40, "encode_texts": 256, "quality": True, "fp32_store": "", "batch_sizes": [8, 16, 64]},
     "cli": {"repeats": 5},
+    "cold_query": {"repeats": 5, "questions": ["What does error code E42 mean?"]},
 }
 
 
@@ -262,6 +267,46 @@ def phase_cli(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
             subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
             times.append(time.perf_counter() - t)
         out[name] = {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3), "runs": len(times)}
+    return out
+
+
+_COLD_SPLIT = """
+import json, sys, time
+t0 = time.perf_counter()
+from proxypointer.cli import main
+t1 = time.perf_counter()
+rc = main(sys.argv[1:])
+t2 = time.perf_counter()
+print(json.dumps({"rc": rc, "import_s": round(t1 - t0, 3), "query_s": round(t2 - t1, 3),
+                  "heavy_modules": [m for m in ("torch", "sentence_transformers", "chromadb") if m in sys.modules]}))
+"""
+
+
+def phase_cold_query(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    """A new ``proxypointer query`` process per question, on a store of ``data/``, per query encoder."""
+    exe = ROOT / ".venv" / "bin" / "proxypointer"
+    cli = [str(exe)] if exe.exists() else [sys.executable, "-m", "proxypointer"]
+    store = work / "cold-query-store"
+    shutil.rmtree(store, ignore_errors=True)
+    subprocess.run([*cli, "--store", str(store), "ingest", str(ROOT / "data"), "-q"], check=True,
+                   capture_output=True, cwd=ROOT)
+    out: dict[str, Any] = {"store": "data/ (3 documents)"}
+    for mode in ("onnx", "torch"):
+        config = work / f"cold-query-{mode}.yaml"
+        config.write_text(f"embedding:\n  query_encoder: {mode}\n", encoding="utf-8")
+        times = []
+        for _ in range(cfg["cold_query"]["repeats"]):
+            for q in cfg["cold_query"]["questions"]:
+                t = time.perf_counter()
+                subprocess.run([*cli, "--store", str(store), "--config", str(config), "query", q, "-k", "3"],
+                               check=True, capture_output=True, cwd=ROOT)
+                times.append(time.perf_counter() - t)
+        out[mode] = {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
+                     "max_s": round(max(times), 3), "runs": len(times)}
+    q = cfg["cold_query"]["questions"][0]
+    split = subprocess.run([sys.executable, "-c", _COLD_SPLIT, "--store", str(store), "query", q, "-k", "3"],
+                           check=True, capture_output=True, text=True, cwd=ROOT)
+    out["onnx_split"] = json.loads(split.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -928,6 +973,7 @@ def run_phase(name: str, cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     else:
         fn = {
             "cli": phase_cli,
+            "cold_query": phase_cold_query,
             "chunking": phase_chunking,
             "ingest": phase_ingest,
             "reingest": phase_reingest,
@@ -984,6 +1030,16 @@ def to_markdown(res: dict[str, Any]) -> str:
         lines += ["| command | median s | min s |", "|---|---:|---:|"]
         lines += [f"| `{k}` | {v['median_s']} | {v['min_s']} |" for k, v in ph["cli"].items() if isinstance(v, dict)]
         lines.append("")
+    if "cold_query" in ph and "error" not in ph["cold_query"]:
+        cq = ph["cold_query"]
+        lines += ["| cold `proxypointer query` (new process each) | median s | min s | max s | runs |",
+                  "|---|---:|---:|---:|---:|"]
+        for m in ("onnx", "torch"):
+            v = cq[m]
+            lines.append(f"| query encoder `{m}` | {v['median_s']} | {v['min_s']} | {v['max_s']} | {v['runs']} |")
+        sp = cq["onnx_split"]
+        lines += ["", f"one `onnx` process: import {sp['import_s']} s, query {sp['query_s']} s, heavy modules "
+                  f"imported: {sp['heavy_modules'] or 'none'}", ""]
     if "chunking" in ph and "error" not in ph["chunking"]:
         lines += [
             "| corpus (no model) | docs | chunks | tokens | s | read s | tree s | chunking s | docs/s | chunks/s |",
