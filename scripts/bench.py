@@ -18,6 +18,11 @@ Phases (``phases:`` in the config, or ``--phases``):
   default) and ``torch``; then one process's split into import and query, and whether it
   imported torch or chromadb.
 * ``chunking``: read + tree + chunking only (no model) over each corpus: docs/s, chunks/s.
+* ``ingest_race``: ``proxypointer ingest`` and a LangChain pipeline as a user writes one
+  (markdown header split, ``ingest_race.chunk_tokens``-token recursive split, sentence-transformers
+  batch 16, Chroma through langchain-chroma), each a cold process timed by its wall clock, on the
+  same ``ingest_race.docs`` documents, in the order ``ingest_race.order``; chunks and word pieces
+  embedded per chunk of each. Needs the real model and the ``bench`` extra.
 * ``ingest``: ``Index.ingest`` of ``ingest.docs`` documents into a fresh store, split by
   stage, then ``encode`` alone on the same texts, then our end-to-end query latency on it.
   Overhead ratio = (ingest seconds - encode-alone seconds) / ingest seconds.
@@ -76,6 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "quantized": {"docs": 40, "encode_texts": 256, "quality": True, "fp32_store": "", "batch_sizes": [8, 16, 64]},
     "cli": {"repeats": 5},
     "cold_query": {"repeats": 5, "questions": ["What does error code E42 mean?"]},
+    "ingest_race": {"docs": 40, "chunk_tokens": 240, "order": ["proxypointer", "langchain"]},
 }
 
 
@@ -307,6 +313,88 @@ def phase_cold_query(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
     split = subprocess.run([sys.executable, "-c", _COLD_SPLIT, "--store", str(store), "query", q, "-k", "3"],
                            check=True, capture_output=True, text=True, cwd=ROOT)
     out["onnx_split"] = json.loads(split.stdout.strip().splitlines()[-1])
+    return out
+
+
+_LANGCHAIN_INGEST = """
+import sys, time
+from pathlib import Path
+from chromadb.config import Settings
+from langchain_chroma import Chroma
+from langchain_core.embeddings import Embeddings
+from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
+from sentence_transformers import SentenceTransformer
+from transformers import AutoTokenizer
+
+docs_dir, store, model_path, chunk_tokens = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+model = SentenceTransformer(model_path, device="cpu", local_files_only=True)
+tokenizer = AutoTokenizer.from_pretrained(model_path)
+
+
+class ST(Embeddings):
+    def embed_documents(self, texts):
+        return model.encode(list(texts), batch_size=16, show_progress_bar=False).tolist()
+
+    def embed_query(self, text):
+        return model.encode([text])[0].tolist()
+
+
+headers = MarkdownHeaderTextSplitter([("#" * i, f"h{i}") for i in range(1, 7)])
+splitter = RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+    tokenizer, chunk_size=chunk_tokens, chunk_overlap=0
+)
+chunks = []
+for f in sorted(docs_dir.glob("*.md")):
+    chunks += splitter.split_documents(headers.split_text(f.read_text(encoding="utf-8")))
+Chroma.from_documents(chunks, ST(), persist_directory=store, collection_metadata={"hnsw:space": "cosine"},
+                      client_settings=Settings(anonymized_telemetry=False, is_persistent=True, persist_directory=store))
+pieces = sum(len(tokenizer.tokenize(c.page_content)) for c in chunks)
+print(len(chunks), pieces)
+"""
+
+
+def phase_ingest_race(cfg: dict[str, Any], work: Path) -> dict[str, Any]:
+    """``proxypointer ingest`` against a LangChain pipeline: cold processes, same documents, one run."""
+    try:
+        import langchain_chroma  # noqa: F401 - the race needs it in the child process
+    except ImportError:
+        return {"skipped": "langchain-chroma is not installed: pip install -e '.[bench]'"}
+    from proxypointer.embed.tokenizer import load_tokenizer, resolve_model_path
+    from proxypointer.index import Index
+
+    race = cfg["ingest_race"]
+    docs = work / "race-docs"
+    shutil.rmtree(docs, ignore_errors=True)
+    docs.mkdir(parents=True)
+    for f in doc_files(rel(cfg["corpus"]), race["docs"]):
+        shutil.copy(f, docs / f.name)
+    exe = ROOT / ".venv" / "bin" / "proxypointer"
+    cli = [str(exe)] if exe.exists() else [sys.executable, "-m", "proxypointer"]
+    model = pp_config(cfg).embedding.model
+    script = work / "langchain_ingest.py"
+    script.write_text(_LANGCHAIN_INGEST, encoding="utf-8")
+    out: dict[str, Any] = {"docs": race["docs"], "langchain_chunk_tokens": race["chunk_tokens"]}
+    for name in race["order"]:
+        store = work / f"race-{name}"
+        shutil.rmtree(store, ignore_errors=True)
+        if name == "proxypointer":
+            cmd = [*cli, "--store", str(store), "ingest", str(docs), "-q"]
+        else:
+            cmd = [sys.executable, str(script), str(docs), str(store), str(resolve_model_path(model)),
+                   str(race["chunk_tokens"])]
+        t = time.perf_counter()
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
+        out[name] = {"wall_s": round(time.perf_counter() - t, 2)}
+        if name == "langchain":
+            chunks, pieces = map(int, done.stdout.split()[-2:])
+        else:
+            index = Index.open(store)
+            texts = [text for text, _ in index.registry.chunk_records(sorted(index.registry.chunk_ids())).values()]
+            chunks, pieces = len(texts), sum(load_tokenizer(model).count_batch(texts))
+        out[name].update(chunks=chunks, pieces_per_chunk=round(pieces / max(chunks, 1), 1),
+                         chunks_per_s=round(chunks / out[name]["wall_s"], 2))
+    if "proxypointer" in out and "langchain" in out:
+        out["ratio_pp_over_langchain"] = round(out["proxypointer"]["wall_s"] / out["langchain"]["wall_s"], 3)
     return out
 
 
@@ -974,6 +1062,7 @@ def run_phase(name: str, cfg: dict[str, Any], work: Path) -> dict[str, Any]:
         fn = {
             "cli": phase_cli,
             "cold_query": phase_cold_query,
+            "ingest_race": phase_ingest_race,
             "chunking": phase_chunking,
             "ingest": phase_ingest,
             "reingest": phase_reingest,
@@ -1040,6 +1129,16 @@ def to_markdown(res: dict[str, Any]) -> str:
         sp = cq["onnx_split"]
         lines += ["", f"one `onnx` process: import {sp['import_s']} s, query {sp['query_s']} s, heavy modules "
                   f"imported: {sp['heavy_modules'] or 'none'}", ""]
+    race = ph.get("ingest_race", {})
+    if "ratio_pp_over_langchain" in race:
+        lines += ["| ingest race (cold processes) | wall s | chunks | chunks/s | word pieces per chunk |",
+                  "|---|---:|---:|---:|---:|"]
+        for name in ("proxypointer", "langchain"):
+            v = race[name]
+            row = f"| {name} | {v['wall_s']} | {v['chunks']} | {v['chunks_per_s']} | {v['pieces_per_chunk']} |"
+            lines.append(row)
+        ratio = race["ratio_pp_over_langchain"]
+        lines += ["", f"{race['docs']} documents; proxypointer / LangChain wall = {ratio}", ""]
     if "chunking" in ph and "error" not in ph["chunking"]:
         lines += [
             "| corpus (no model) | docs | chunks | tokens | s | read s | tree s | chunking s | docs/s | chunks/s |",

@@ -44,4 +44,8 @@ def test_bench_smoke_config_runs_every_phase(shared_dir, tmp_path):
     assert scale["chunks"] >= 1000 and scale["retrieve"]["n"] == cfg["query"]["queries"]
     if "ingest_s" in res["phases"]["langchain"]:
         assert set(res["ratios"]) >= {"ingest docs/s", "query p50"}
+    cold = res["phases"]["cold_query"]["onnx_split"]
+    assert cold["rc"] == 0 and cold["heavy_modules"] == []  # a cold query loads no torch, no chromadb
+    race = res["phases"]["ingest_race"]
+    assert "skipped" in race or (race["proxypointer"]["chunks"] > 0 and race["langchain"]["chunks"] > 0)
     assert (tmp_path / "out" / result.name.replace(".json", ".md")).is_file()
