@@ -183,7 +183,7 @@ class ChromaStore:
     def max_batch(self) -> int:
         """Records per write or read call.
 
-        ``client.get_max_batch_size()`` (5,461 here, STACK.md; asked once per client), capped
+        ``client.get_max_batch_size()`` (5,461 here, docs/stack.md; asked once per client), capped
         by :attr:`batch_limit` when set.
         """
         size = self.connection.max_batch_size
