@@ -18,7 +18,7 @@ import numpy as np
 
 from .._lru import LRU
 from ..config import EmbeddingConfig
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 from .onnxquery import OnnxQueryEncoder, encoder_path, export_query_encoder
 from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
 
@@ -189,8 +189,13 @@ class SentenceTransformerEmbedder:
         (a MiniLM forward pass costs ~13 ms traced, ~20 eager, on one of these CPU cores; a
         cache hit microseconds). The returned array is read-only: it is shared with the cache.
 
-        The first uncached query builds the traced encoder when ``trace_query`` is set
-        (~0.6-0.9 s once, see the class docstring).
+        With an exported query encoder in ``query_encoder_dir`` the query is embedded by it,
+        without torch (:mod:`proxypointer.embed.onnxquery`, ~6.5 ms). Otherwise the first
+        uncached query builds the traced encoder when ``trace_query`` is set (~0.6-0.9 s once,
+        see the class docstring), and then exports the ONNX encoder for the next process.
+
+        Raises:
+            ConfigError: If the encoder in ``query_encoder_dir`` was exported for another model.
         """
         text = self.config.query_prefix + query
         vector = self._queries.get(text)
@@ -229,8 +234,15 @@ class SentenceTransformerEmbedder:
                 model_path = Path(resolve_model_path(self.config.model))
                 path = encoder_path(self.query_encoder_dir, self.name, model_path)
                 if path.is_file():
-                    self._onnx = OnnxQueryEncoder(path, self.name, model_path)
-                    logger.debug("queries embedded by %s", path)
+                    try:
+                        self._onnx = OnnxQueryEncoder(path, self.name, model_path)
+                    except ConfigError:
+                        raise  # another model's encoder: refused, never used
+                    except Exception as err:  # noqa: BLE001 - a damaged file: torch works, and re-exports it
+                        logger.warning("%s: cannot read this query encoder (%s); queries use torch and it is "
+                                       "exported again", path, err)
+                    else:
+                        logger.debug("queries embedded by %s", path)
         return self._onnx
 
     def has_query_encoder(self) -> bool:

@@ -108,3 +108,17 @@ def test_the_first_query_without_an_encoder_exports_it_once_and_the_next_use_it(
     assert len(calls) == 1
     fresh = SentenceTransformerEmbedder(query_encoder_dir=tmp_path / "encoders")
     assert fresh.has_query_encoder() and float(fresh.encode_query("How is parental leave paid?") @ first) >= 0.9999
+
+
+def test_a_damaged_encoder_file_falls_back_to_torch_and_is_exported_again(store, tmp_path, caplog):
+    folder = tmp_path / "encoders"
+    folder.mkdir()
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    (folder / onnx.name).write_bytes(b"not an onnx model")
+    (folder / onnx.with_suffix(".json").name).write_text(onnx.with_suffix(".json").read_text())
+    embedder = SentenceTransformerEmbedder(query_encoder_dir=folder)
+    with caplog.at_level(logging.WARNING, logger="proxypointer.embed.embedder"):
+        vector = embedder.encode_query("How is parental leave paid?")
+    assert "cannot read this query encoder" in caplog.text and vector.shape == (384,)
+    assert embedder.has_query_encoder()  # exported again over the damaged file
+    assert (folder / onnx.name).read_bytes() == onnx.read_bytes()
