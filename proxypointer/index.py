@@ -40,20 +40,8 @@ class Index(Store):
     A :class:`~proxypointer.store.folder.Store` (registry, collection, model, readers, write
     lock) that also runs ingestion and maintenance. Constructing one touches no file; the parts
     open on first use. Reading or maintaining a store that does not exist raises
-    StoreNotFoundError (use :meth:`open` to fail at once); :meth:`ingest` creates it.
-
-    Args:
-        store: Store folder; defaults to ``config.store.path`` (``.proxypointer`` in the
-            working directory).
-        config: Full configuration; defaults to the built-in defaults.
-        embedder: Embedding model; defaults to sentence-transformers with
-            ``config.embedding`` (loaded on first use).
-
-    Attributes:
-        readers: Suffix table (lower-case suffix with the dot -> reader) used by ``ingest``
-            and ``status``; ``readers.default_readers(config)`` by default: markdown with its
-            page markers, and PDF (extra ``pdf``), which keeps its conversions in
-            ``<store>/converted``.
+    StoreNotFoundError (use :meth:`open` to fail at once); :meth:`ingest` creates it. Its
+    arguments (``store``, ``config``, ``embedder``) and ``readers`` are the ``Store``'s.
 
     Example:
         >>> index = Index("./.proxypointer")                  # doctest: +SKIP
