@@ -97,7 +97,7 @@ class Index(Store):
                 show_progress=show_progress,
                 batch_chunks=batch_chunks,
             )
-            export = getattr(self.embedder, "export_query_encoder", None)
+            export = getattr(self.embedder, "export_encoder", None)
             if export is not None and report.documents:  # once per store: queries then need no torch
                 export()
             return report

@@ -15,6 +15,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED = Path(os.environ.get("PROXYPOINTER_SHARED", ROOT.parent / "shared"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_encoder_cache(tmp_path_factory):
+    """Exported ONNX encoders shared by stores go to this session's folder, never the user's cache."""
+    before = os.environ.get("PROXYPOINTER_CACHE")
+    os.environ["PROXYPOINTER_CACHE"] = str(tmp_path_factory.mktemp("proxypointer-cache"))
+    yield
+    if before is None:
+        os.environ.pop("PROXYPOINTER_CACHE", None)
+    else:
+        os.environ["PROXYPOINTER_CACHE"] = before
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The shared folder (bench data and bug cases); skips the test when absent."""

@@ -19,7 +19,7 @@ import numpy as np
 from .._lru import LRU
 from ..config import EmbeddingConfig
 from ..errors import ConfigError, MissingDependencyError
-from .onnxquery import OnnxQueryEncoder, encoder_path, export_query_encoder
+from .onnxencoder import OnnxEncoder, copy_encoder, encoder_path, export_encoder, refusal, shared_encoder_dir
 from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
 
 if TYPE_CHECKING:
@@ -76,11 +76,14 @@ class SentenceTransformerEmbedder:
             (each op waits for the descheduled thread; docs/benchmarks.md). The setting is
             process-wide while a query runs: do not encode in another thread of the same
             process at the same time.
-        query_encoder_dir: Folder of exported query encoders (a store's ``encoders/``). With
-            ``embedding.query_encoder: onnx``, queries are embedded by the one exported for
-            this model (:class:`~proxypointer.embed.onnxquery.OnnxQueryEncoder`, no torch);
-            when there is none, the first query embeds with torch and exports it. None:
-            always torch.
+        query_encoder_dir: The store's folder of exported encoders (``<store>/encoders``),
+            searched before the folder shared by the user's stores (``embedding.encoder_cache``,
+            :func:`~proxypointer.embed.onnxencoder.shared_encoder_dir`). With
+            ``embedding.query_encoder: onnx`` queries, and with ``embedding.document_encoder:
+            onnx`` batches, are embedded by the encoder exported for this model
+            (:class:`~proxypointer.embed.onnxencoder.OnnxEncoder`, no torch). When there is
+            none, the first query embeds with torch and then exports it; the first batch
+            loads the model and exports it before embedding. With neither folder: always torch.
 
     Raises:
         MissingDependencyError: On first use, if sentence-transformers is not installed.
@@ -107,9 +110,15 @@ class SentenceTransformerEmbedder:
         self._queries: LRU[str, np.ndarray] = LRU(self.query_cache_size)
         self._tokenizer: HFTokenizer | None = None
         self._model: SentenceTransformer | None = None
-        self.query_encoder_dir = query_encoder_dir if self.config.query_encoder == "onnx" else None
-        self._onnx: OnnxQueryEncoder | None = None
+        uses_onnx = "onnx" in (self.config.query_encoder, self.config.document_encoder) and not self.quantize_int8
+        shared = shared_encoder_dir(self.config.encoder_cache)
+        #: Folders searched for an exported encoder, the store's first; exports go to each.
+        self.encoder_dirs: tuple[Path, ...] = (
+            tuple(dict.fromkeys(d for d in (query_encoder_dir, shared) if d is not None)) if uses_onnx else ()
+        )
+        self._onnx: OnnxEncoder | None = None
         self._onnx_checked = False
+        self._export_tried = False
 
     @property
     def tokenizer(self) -> HFTokenizer:
@@ -166,6 +175,11 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         size = max(1, batch_size or self.config.batch_size)
         order = np.argsort([-n for n in self.tokenizer.count_batch(list(texts))], kind="stable")
+        onnx = self._document_encoder()
+        if onnx is not None:
+            out = np.empty((len(texts), int(onnx.meta["dim"])), dtype=np.float32)
+            out[order] = onnx.encode_batch([texts[j] for j in order], batch_size=size)
+            return out
         batches = [order[i : i + size] for i in range(0, len(texts), size)]
         parts = [
             self.model.encode(
@@ -182,6 +196,18 @@ class SentenceTransformerEmbedder:
             out[rows] = vectors
         return out
 
+    def _document_encoder(self) -> OnnxEncoder | None:
+        """Return the exported encoder for batches, exporting it first when there is none; None: torch.
+
+        Raises:
+            ConfigError: If the file found was exported for another model.
+        """
+        if self.config.document_encoder != "onnx" or not self.encoder_dirs or self.config.device != "cpu":
+            return None  # on an accelerator, batches are the model's (onnxruntime runs on the CPU here)
+        if self._exported_encoder() is None and not self._export_tried:
+            self.export_encoder()  # the model loads for it, as it would for the batch
+        return self._onnx
+
     def encode_query(self, query: str) -> np.ndarray:
         """Embed one query (with the configured ``query_prefix``); float32 ``(dim,)``.
 
@@ -189,19 +215,20 @@ class SentenceTransformerEmbedder:
         (a MiniLM forward pass costs ~13 ms traced, ~20 eager, on one of these CPU cores; a
         cache hit microseconds). The returned array is read-only: it is shared with the cache.
 
-        With an exported query encoder in ``query_encoder_dir`` the query is embedded by it,
-        without torch (:mod:`proxypointer.embed.onnxquery`, ~6.5 ms). Otherwise the first
+        With an exported encoder (``embedding.query_encoder: onnx``, see the class docstring)
+        the query is embedded by it, without torch (:mod:`proxypointer.embed.onnxencoder`,
+        ~6.5 ms). Otherwise the first
         uncached query builds the traced encoder when ``trace_query`` is set (~0.6-0.9 s once,
         see the class docstring), and then exports the ONNX encoder for the next process.
 
         Raises:
-            ConfigError: If the encoder in ``query_encoder_dir`` was exported for another model.
+            ConfigError: If the encoder found was exported for another model.
         """
         text = self.config.query_prefix + query
         vector = self._queries.get(text)
         if vector is not None:
             return vector
-        onnx = self._exported_encoder()
+        onnx = self._exported_encoder() if self.config.query_encoder == "onnx" else None
         if onnx is not None:
             vector = onnx.encode(text)
         elif self.query_threads:
@@ -215,34 +242,36 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(before)
         else:
             vector = self._encode_one(text)
-        if onnx is None and self.query_encoder_dir is not None:
-            self.export_query_encoder()  # once: the next process embeds its queries without torch
+        if onnx is None and self.config.query_encoder == "onnx" and not self._export_tried:
+            self.export_encoder()  # once: the next process embeds its queries without torch
         if self.query_cache_size:
             vector.setflags(write=False)
             self._queries.put(text, vector)
         return vector
 
-    def _exported_encoder(self) -> OnnxQueryEncoder | None:
-        """Return the exported query encoder of this model in ``query_encoder_dir``, if there is one.
+    def _exported_encoder(self) -> OnnxEncoder | None:
+        """Return the encoder exported for this model in :attr:`encoder_dirs`, if there is one.
 
         Raises:
             ConfigError: If the file found was exported for another model.
         """
         if not self._onnx_checked:
             self._onnx_checked = True
-            if self.query_encoder_dir is not None and not self.quantize_int8:
-                model_path = Path(resolve_model_path(self.config.model))
-                path = encoder_path(self.query_encoder_dir, self.name, model_path)
-                if path.is_file():
-                    try:
-                        self._onnx = OnnxQueryEncoder(path, self.name, model_path)
-                    except ConfigError:
-                        raise  # another model's encoder: refused, never used
-                    except Exception as err:  # noqa: BLE001 - a damaged file: torch works, and re-exports it
-                        logger.warning("%s: cannot read this query encoder (%s); queries use torch and it is "
-                                       "exported again", path, err)
-                    else:
-                        logger.debug("queries embedded by %s", path)
+            model_path = Path(resolve_model_path(self.config.model)) if self.encoder_dirs else None
+            for folder in self.encoder_dirs:
+                path = encoder_path(folder, self.name, model_path)
+                if not path.is_file():
+                    continue
+                try:
+                    self._onnx = OnnxEncoder(path, self.name, model_path)
+                except ConfigError:
+                    raise  # another model's encoder: refused, never used
+                except Exception as err:  # noqa: BLE001 - a damaged file: torch works, and re-exports it
+                    logger.warning("%s: cannot read this encoder (%s); texts are embedded by torch and it is "
+                                   "exported again", path, err)
+                else:
+                    logger.debug("texts embedded by %s", path)
+                    break
         return self._onnx
 
     def has_query_encoder(self) -> bool:
@@ -251,30 +280,41 @@ class SentenceTransformerEmbedder:
         Raises:
             ConfigError: If the file found was exported for another model.
         """
-        return self._exported_encoder() is not None
+        return self.config.query_encoder == "onnx" and self._exported_encoder() is not None
 
-    def export_query_encoder(self) -> Path | None:
-        """Export this model's query encoder into ``query_encoder_dir`` unless it is there.
+    def export_encoder(self) -> Path | None:
+        """Export this model's encoder into :attr:`encoder_dirs` unless it is there.
 
-        Loads the model if it is not loaded (torch). Called at the end of an ingest and after
-        the first query embedded with torch; a failed export is logged and tried once per
-        process.
+        Loads the model if it is not loaded (torch). Called at the end of an ingest, before the
+        first batch and after the first query embedded with torch. Tried once per process; a
+        model whose export was refused (it cannot be exported, or its vectors did not match)
+        is not tried again by any process (:func:`~proxypointer.embed.onnxencoder.refusal`).
+        The store's folder gets its own copy of an encoder found only in the shared folder.
 
         Returns:
             The exported file; None when there is no folder, the model is quantised, or the
             export failed or did not match the model (logged).
         """
-        if self.query_encoder_dir is None or self.quantize_int8:
+        if not self.encoder_dirs:
             return None
-        if self._exported_encoder() is not None:
-            return encoder_path(self.query_encoder_dir, self.name, Path(resolve_model_path(self.config.model)))
         model_path = Path(resolve_model_path(self.config.model))
-        path = export_query_encoder(self.model, self.name, model_path, self.query_encoder_dir)
-        if path is None:
-            self.query_encoder_dir = None  # tried once: this process keeps torch
-        else:
-            self._onnx = OnnxQueryEncoder(path, self.name, model_path)  # the next queries use it
-        return path
+        found = self._exported_encoder()
+        if found is None and not self._export_tried:
+            self._export_tried = True
+            reasons = [r for r in (refusal(d, self.name, model_path) for d in self.encoder_dirs) if r]
+            if reasons:
+                logger.debug("no ONNX encoder for %s (refused before: %s)", self.name, reasons[0])
+                return None
+            path = export_encoder(self.model, self.name, model_path, self.encoder_dirs[0])
+            if path is not None:
+                self._onnx = OnnxEncoder(path, self.name, model_path)  # the next texts use it
+            found = self._onnx
+        if found is None:
+            return None
+        for folder in self.encoder_dirs:  # each folder gets its copy: the store's, the shared one
+            if not encoder_path(folder, self.name, model_path).is_file():
+                copy_encoder(found.path, folder)
+        return found.path
 
     def _encode_one(self, text: str) -> np.ndarray:
         """One text -> float32 ``(dim,)``, through the traced encoder when there is one."""

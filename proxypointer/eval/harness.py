@@ -297,7 +297,7 @@ class _MemoEmbedder:
         todo = sorted({q for q in queries if q not in self._queries})
         if not todo:
             return
-        export = getattr(self.inner, "export_query_encoder", None)
+        export = getattr(self.inner, "export_encoder", None)
         if export is not None and export() is not None:  # queries embedded as a user's are
             self._queries.update((q, self.inner.encode_query(q)) for q in todo)
             return

@@ -169,5 +169,5 @@ def test_verbose_shows_our_debug_messages_not_other_libraries(tmp_path):
     run("ingest", str(corpus), cwd=tmp_path)
     err = run("-v", "query", "What pressure does the delta pump hold?", "-k", "2", cwd=tmp_path).stderr
     # the query is embedded by the encoder the ingest exported (no torch): our DEBUG line says so
-    assert "DEBUG proxypointer.embed.embedder: queries embedded by" in err, err
+    assert "DEBUG proxypointer.embed.embedder: texts embedded by" in err, err
     assert "DEBUG bm25s" not in err and "DEBUG chromadb" not in err, err

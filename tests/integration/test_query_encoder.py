@@ -9,8 +9,12 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
+from proxypointer.config import EmbeddingConfig  # noqa: E402
 from proxypointer.embed import embedder as embedding
 from proxypointer.embed.embedder import SentenceTransformerEmbedder
+
+#: The torch path these tests are about: no exported ONNX encoder is looked for.
+TORCH = EmbeddingConfig(query_encoder="torch", document_encoder="torch")
 
 pytestmark = pytest.mark.integration
 
@@ -24,11 +28,11 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def eager() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(query_cache_size=0, trace_query=False)
+    return SentenceTransformerEmbedder(TORCH, query_cache_size=0, trace_query=False)
 
 
 def test_traced_queries_equal_the_eager_model(eager):
-    traced = SentenceTransformerEmbedder(query_cache_size=0)
+    traced = SentenceTransformerEmbedder(TORCH, query_cache_size=0)
     traced._model = eager.model  # one model load for both
     for query in QUERIES:  # short, long (truncated at max_seq_length), non-ASCII
         got, want = traced.encode_query(query), eager.encode_query(query)
@@ -44,7 +48,7 @@ def test_a_trace_that_disagrees_is_not_used(eager, monkeypatch, caplog):
     """A model whose trace would give other vectors keeps the eager path (logged)."""
     real = eager.model.encode
     monkeypatch.setattr(eager.model, "encode", lambda *a, **k: real(*a, **k) + 0.01)
-    e = SentenceTransformerEmbedder(query_cache_size=0)
+    e = SentenceTransformerEmbedder(TORCH, query_cache_size=0)
     e._model = eager.model
     with caplog.at_level(logging.INFO, logger="proxypointer.embed.embedder"):
         vector = e.encode_query("How is parental leave paid?")
@@ -58,7 +62,7 @@ def test_a_trace_that_disagrees_is_not_used(eager, monkeypatch, caplog):
 
 def test_tracing_off_runs_the_eager_model(eager, monkeypatch):
     monkeypatch.setattr(embedding, "_traced_encoder", lambda model: pytest.fail("traced"))
-    e = SentenceTransformerEmbedder(query_cache_size=0, trace_query=False)
+    e = SentenceTransformerEmbedder(TORCH, query_cache_size=0, trace_query=False)
     e._model = eager.model
     # one torch thread for the query, torch's default for the batch: sums in another order
     np.testing.assert_allclose(

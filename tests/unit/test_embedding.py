@@ -47,7 +47,8 @@ def _logger_levels() -> dict[str, int]:
 
 def test_loading_passes_options_and_changes_no_global_state(stub_sentence_transformers):
     env, levels = dict(os.environ), _logger_levels()
-    embedder = SentenceTransformerEmbedder(EmbeddingConfig(device="cpu"), trace_query=False, query_threads=None)
+    config = EmbeddingConfig(device="cpu", document_encoder="torch", query_encoder="torch")
+    embedder = SentenceTransformerEmbedder(config, trace_query=False, query_threads=None)
     vectors = embedder.encode(["a", "b"])
     assert vectors.shape == (2, 3) and vectors.dtype == np.float32
     ((path, kwargs),) = _StubModel.made
@@ -59,7 +60,8 @@ def test_loading_passes_options_and_changes_no_global_state(stub_sentence_transf
 def test_offline_variables_are_not_set_for_the_user(stub_sentence_transformers, monkeypatch):
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         monkeypatch.delenv(name, raising=False)
-    SentenceTransformerEmbedder(trace_query=False, query_threads=None).encode(["x"])
+    torch_only = EmbeddingConfig(document_encoder="torch")
+    SentenceTransformerEmbedder(torch_only, trace_query=False, query_threads=None).encode(["x"])
     assert not {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"} & set(os.environ)
 
 
@@ -80,7 +82,8 @@ def test_batches_hold_texts_of_about_one_length_in_word_pieces(stub_sentence_tra
     texts = ["extraordinarily", "0.731±0.012 (p<0.05)", "a", "see table", "x1=3.2e-4, y2=7.1e-3",
              "internationalisation"]
     _RecordingModel.ids = {t: i for i, t in enumerate(texts)}
-    embedder = SentenceTransformerEmbedder(EmbeddingConfig(batch_size=2), trace_query=False, query_threads=None)
+    config = EmbeddingConfig(batch_size=2, document_encoder="torch")
+    embedder = SentenceTransformerEmbedder(config, trace_query=False, query_threads=None)
     vectors = embedder.encode(texts)
     assert [row[0] for row in vectors] == list(range(len(texts)))  # rows in the order of the input
     pieces = dict(zip(texts, embedder.tokenizer.count_batch(texts), strict=True))

@@ -5,12 +5,16 @@ The traced query encoder needs the model: tests/integration/test_query_encoder.p
 
 import numpy as np
 
+from proxypointer.config import EmbeddingConfig
 from proxypointer.embed.embedder import SentenceTransformerEmbedder
+
+#: The torch path these tests are about: no exported ONNX encoder is looked for.
+TORCH = EmbeddingConfig(query_encoder="torch", document_encoder="torch")
 
 
 class Counting(SentenceTransformerEmbedder):
     def __init__(self, **kw):
-        super().__init__(query_threads=None, trace_query=False, **kw)
+        super().__init__(TORCH, query_threads=None, trace_query=False, **kw)
         self.calls = 0
 
     def encode(self, texts, batch_size=None):
@@ -58,7 +62,7 @@ def test_int8_model_has_its_own_cache_key():
 
 def test_query_threads_are_restored(monkeypatch):
     torch = __import__("pytest").importorskip("torch")
-    e = SentenceTransformerEmbedder(trace_query=False)
+    e = SentenceTransformerEmbedder(TORCH, trace_query=False)
     seen = []
     monkeypatch.setattr(
         e, "encode", lambda texts, batch_size=None: seen.append(torch.get_num_threads()) or np.zeros((1, 4), np.float32)

@@ -1,0 +1,179 @@
+"""Texts without torch: the exported ONNX encoder gives the torch path's vectors and sections."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from proxypointer import Index, Retriever  # noqa: E402
+from proxypointer.config import EmbeddingConfig, ProxyPointerConfig  # noqa: E402
+from proxypointer.embed.embedder import SentenceTransformerEmbedder  # noqa: E402
+from proxypointer.errors import ConfigError  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = [
+    "How many weeks of full pay do new parents get?",
+    "What does error code E42 mean?",
+    "Which retention tier keeps raw telemetry longest?",
+    "What did the site visit find?",
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("onnx") / "store"
+    Index(root).ingest([ROOT / "data"], show_progress=False)  # exports the encoder at the end
+    return root
+
+
+def own(tmp_path: Path, **kwargs) -> EmbeddingConfig:
+    """A config whose shared encoder folder is this test's own (empty until it exports)."""
+    return EmbeddingConfig(encoder_cache=str(tmp_path / "shared"), **kwargs)
+
+
+def test_an_ingest_keeps_an_exported_encoder_in_the_store(store):
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    meta = json.loads(onnx.with_suffix(".json").read_text())
+    assert meta["model"] == "all-MiniLM-L6-v2" and meta["dim"] == 384 and meta["min_cosine"] >= 0.9999
+
+
+def test_the_onnx_path_returns_the_torch_paths_sections(store):
+    onnx_index = Index.open(store)
+    torch_index = Index.open(store, ProxyPointerConfig(embedding=EmbeddingConfig(query_encoder="torch")))
+    assert onnx_index.embedder.has_query_encoder() and not torch_index.embedder.has_query_encoder()
+    for q in QUESTIONS:
+        a = Retriever(onnx_index).retrieve(q, k=5)
+        b = Retriever(torch_index).retrieve(q, k=5)
+        assert [s.citation for s in a] == [s.citation for s in b], q
+        assert np.allclose([s.score for s in a], [s.score for s in b], atol=1e-4)
+        va, vb = onnx_index.embedder.encode_query(q), torch_index.embedder.encode_query(q)
+        assert float(va @ vb) >= 0.9999
+
+
+def test_a_query_process_never_imports_torch(store):
+    question = "How many weeks of full pay do new parents get?"
+    code = (
+        "import sys, json\n"
+        "from proxypointer.cli import main\n"
+        f"rc = main(['--store', {str(store)!r}, 'query', {question!r}, '-k', '2'])\n"
+        "print(json.dumps([rc, [m for m in ('torch', 'sentence_transformers') if m in sys.modules]]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, []]
+    assert "employee-handbook.md#L129-L135" in out.stdout
+
+
+def test_an_encoder_exported_for_another_model_is_refused(store, tmp_path):
+    copy = tmp_path / "encoders"
+    copy.mkdir()
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    meta = json.loads(onnx.with_suffix(".json").read_text())
+    (copy / onnx.name).write_bytes(onnx.read_bytes())
+    (copy / onnx.with_suffix(".json").name).write_text(json.dumps({**meta, "model": "e5-small-v2"}))
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=copy)
+    with pytest.raises(ConfigError, match=r"exported for model 'e5-small-v2'.*not 'all-MiniLM-L6-v2'"):
+        embedder.encode_query("anything")
+    with pytest.raises(ConfigError, match=r"exported for model 'e5-small-v2'"):
+        SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=copy).encode(["a chunk"])
+
+
+def test_a_refused_export_keeps_torch_says_why_and_is_not_tried_again(tmp_path, caplog, monkeypatch):
+    import proxypointer.embed.embedder as embedder_module
+    import proxypointer.embed.onnxencoder as onnxencoder
+
+    monkeypatch.setattr(onnxencoder, "COSINE_MIN", 1.5)  # no export can pass
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "encoders")
+    with caplog.at_level(logging.INFO, logger="proxypointer.embed.onnxencoder"):
+        vector = embedder.encode_query("How is parental leave paid?")
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
+    assert "no ONNX encoder" in caplog.text and "cosine" in caplog.text
+    assert not list((tmp_path / "encoders").glob("*.onnx")) and not embedder.has_query_encoder()
+    assert embedder.encode(["a chunk", "another"]).shape == (2, 384)  # batches: torch, no second try
+    calls = []
+    monkeypatch.setattr(embedder_module, "export_encoder", lambda *a: calls.append(a))
+    again = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "encoders")
+    again.encode_query("How is parental leave paid?")
+    assert calls == [] and again.export_encoder() is None  # the refusal is kept for these model files
+
+
+def test_the_first_query_without_an_encoder_exports_it_once_and_the_next_use_it(tmp_path, monkeypatch):
+    import proxypointer.embed.embedder as embedder_module
+
+    calls = []
+    real = embedder_module.export_encoder
+    monkeypatch.setattr(embedder_module, "export_encoder", lambda *a: calls.append(a) or real(*a))
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "encoders")
+    first = embedder.encode_query("How is parental leave paid?")  # torch, then the export
+    assert len(calls) == 1 and embedder.has_query_encoder()
+    embedder.encode_query("What does error code E42 mean?")
+    embedder.export_encoder()  # an ingest's call: already there
+    assert len(calls) == 1
+    fresh = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "encoders")
+    assert fresh.has_query_encoder() and float(fresh.encode_query("How is parental leave paid?") @ first) >= 0.9999
+
+
+def test_batches_embedded_by_the_encoder_match_the_models(store, tmp_path):
+    texts = [line for line in (ROOT / "data" / "employee-handbook.md").read_text().splitlines() if line.strip()]
+    texts += ["a", "Section 4.2 reports results on the held-out set " * 40]  # one word; past max_seq_length
+    onnx = SentenceTransformerEmbedder(query_encoder_dir=store / "encoders")
+    model = SentenceTransformerEmbedder(EmbeddingConfig(document_encoder="torch"))
+    a, b = onnx.encode(texts), model.encode(texts)
+    assert onnx._onnx is not None and a.shape == b.shape == (len(texts), 384)
+    assert float((a * b).sum(axis=1).min()) >= 0.9999
+
+
+def test_the_first_batch_exports_the_encoder_into_the_store_and_the_shared_folder(tmp_path):
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "store" / "encoders")
+    vectors = embedder.encode(["How is parental leave paid?", "Annual leave"])
+    assert vectors.shape == (2, 384) and embedder._onnx is not None
+    (in_store,) = sorted((tmp_path / "store" / "encoders").glob("*.onnx"))
+    (shared,) = sorted((tmp_path / "shared").glob("*.onnx"))
+    assert in_store.name == shared.name and in_store.read_bytes() == shared.read_bytes()
+
+
+def test_a_second_stores_ingest_never_imports_torch(store, tmp_path):
+    shared = tmp_path / "encoders"  # $PROXYPOINTER_CACHE/encoders
+    shared.mkdir()
+    for f in (store / "encoders").iterdir():
+        (shared / f.name).write_bytes(f.read_bytes())  # what the first store's ingest left there
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.md").write_text("# Leave\n\nNew parents get sixteen weeks of full pay.\n")
+    code = (
+        "import sys, json\n"
+        "from proxypointer.cli import main\n"
+        f"rc = main(['--store', {str(tmp_path / 'second')!r}, 'ingest', {str(docs)!r}, '-q'])\n"
+        "print(json.dumps([rc, [m for m in ('torch', 'sentence_transformers') if m in sys.modules]]))\n"
+    )
+    env = {**__import__("os").environ, "PROXYPOINTER_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, []]
+    assert sorted(p.name for p in (tmp_path / "second" / "encoders").glob("*.onnx")) == sorted(
+        p.name for p in shared.glob("*.onnx")
+    )  # the new store keeps its own copy
+
+
+def test_a_damaged_encoder_file_falls_back_to_torch_and_is_exported_again(store, tmp_path, caplog):
+    folder = tmp_path / "encoders"
+    folder.mkdir()
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    (folder / onnx.name).write_bytes(b"not an onnx model")
+    (folder / onnx.with_suffix(".json").name).write_text(onnx.with_suffix(".json").read_text())
+    embedder = SentenceTransformerEmbedder(EmbeddingConfig(encoder_cache="off"), query_encoder_dir=folder)
+    with caplog.at_level(logging.WARNING, logger="proxypointer.embed.embedder"):
+        vector = embedder.encode_query("How is parental leave paid?")
+    assert "cannot read this encoder" in caplog.text and vector.shape == (384,)
+    assert embedder.has_query_encoder()  # exported again over the damaged file
+    assert (folder / onnx.name).read_bytes() == onnx.read_bytes()
