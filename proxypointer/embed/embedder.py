@@ -174,12 +174,10 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         size = max(1, batch_size or self.config.batch_size)
-        order = np.argsort([-n for n in self.tokenizer.count_batch(list(texts))], kind="stable")
         onnx = self._document_encoder()
         if onnx is not None:
-            out = np.empty((len(texts), int(onnx.meta["dim"])), dtype=np.float32)
-            out[order] = onnx.encode_batch([texts[j] for j in order], batch_size=size)
-            return out
+            return onnx.encode_batch(list(texts), batch_size=size)  # ordered by word pieces there too
+        order = np.argsort([-n for n in self.tokenizer.count_batch(list(texts))], kind="stable")
         batches = [order[i : i + size] for i in range(0, len(texts), size)]
         parts = [
             self.model.encode(
