@@ -23,6 +23,7 @@ from ..errors import EmptyDocumentError, ProxyPointerError, StoreError
 from ..progress import progress_bar, tick
 from ..read.discovery import SourceFile
 from ..read.readers import Reader
+from ..tree.build import DocumentTree
 from .maintenance import repair_one
 from .stages import (
     IngestReport,
@@ -46,7 +47,7 @@ from .stages import (
 if TYPE_CHECKING:
     from ..store.folder import Store
 
-__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "INGEST_BAR_DELAY_S", "run_ingest"]
+__all__ = ["BATCH_READ_FILES", "EMBED_GROUP_BATCHES", "INGEST_BAR_DELAY_S", "LARGE_DOCUMENT_CHUNKS", "run_ingest"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,13 @@ EMBED_GROUP_BATCHES = 8
 #: Files a batch reader (PDF) converts per call: their texts wait in memory to be parsed
 #: (a 10-K's markdown is ~0.4 MB), and each call starts ``pdf.workers`` JVMs (~1 s each).
 BATCH_READ_FILES = 64
+
+
+#: Chunks of one document from which the run says so before embedding them: at the 13-50
+#: chunks/s MiniLM embeds on 2 CPU cores (docs/benchmarks.md), 10,000 chunks are 3-13 minutes.
+#: A real 10-K makes about 2,000; a 20 MB file of one line without structure made 37,562
+#: windows, about an hour of embedding, with nothing said (issue 32).
+LARGE_DOCUMENT_CHUNKS = 10_000
 
 
 #: Seconds before the ingest bar is first drawn (tqdm's ``delay``): an ingest that finds every
@@ -225,6 +233,16 @@ def run_ingest(
     return report
 
 
+def _large_document_note(path: str, doc: PreparedDocument) -> str:
+    """Say that one document makes many chunks, how it was cut, and what an interruption keeps."""
+    size = len(doc.text.encode("utf-8", "surrogatepass")) / 1e6
+    tree = DocumentTree.from_json(doc.tree_json, doc.doc_id, doc.title, doc.line_count)
+    how = f"{doc.n_sections:,} sections" if tree.has_headings else "no headings: cut in sliding windows"
+    return (f"{path}: {len(doc.chunks):,} chunks from one document ({size:.1f} MB, {doc.line_count:,} lines, {how}); "
+            "embedding them takes long on a CPU (13-50 chunks/s). An interrupted run keeps what it embedded: "
+            "run the same ingest again to go on")
+
+
 class _Files:
     """Plans, reads, parses and chunks the files of one run, handing each document to its ``_Run``.
 
@@ -268,6 +286,10 @@ class _Files:
             run.doc_done()
             return
         run.report.notes.extend((file.path, w) for w in doc.warnings)
+        if len(doc.chunks) >= LARGE_DOCUMENT_CHUNKS:
+            note = _large_document_note(file.path, doc)
+            logger.warning("%s", note)  # now, before the long embedding, not in the summary only
+            run.report.notes.append((file.path, note))
         run.add(pending, doc)
 
     def read_batched(self, batched: list[SourceFile]) -> None:

@@ -540,3 +540,44 @@ def test_the_progress_total_is_the_files_planned_and_never_grows(tmp_path, make_
     second = index.ingest([corpus], show_progress=True)
     assert [(b.unit, b.first_total, round(b.n, 9)) for b in bars] == [("doc", 3, 3), ("doc", 3, 3)]
     assert (first.indexed, second.indexed, second.unchanged) == (3, 1, 2)
+
+
+def test_a_document_of_very_many_chunks_is_announced_before_it_is_embedded(tmp_path, make_index, caplog,
+                                                                           monkeypatch):
+    # issue 32: a 20 MB file of one line made 37,562 windows, an hour of embedding, silently
+    import proxypointer.ingest.local as local
+
+    monkeypatch.setattr(local, "LARGE_DOCUMENT_CHUNKS", 20)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    words = " ".join(f"word{i} telemetry reading" for i in range(3000))
+    (docs / "dump.md").write_text(words, encoding="utf-8")  # one line, no headings
+    (docs / "short.md").write_text("# Short\n\nA few words.\n", encoding="utf-8")
+    index = make_index()
+    embedded_when_warned = []
+    real_encode = index.embedder.encode
+
+    def encode(texts, *a, **kw):
+        embedded_when_warned.append(("encode", len(texts)))
+        return real_encode(texts, *a, **kw)
+
+    monkeypatch.setattr(index.embedder, "encode", encode)
+
+    class Order(logging.Handler):
+        def emit(self, record):
+            if "chunks from one document" in record.getMessage():
+                embedded_when_warned.append(("warned", 0))
+
+    handler = Order()
+    logging.getLogger("proxypointer.ingest.local").addHandler(handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="proxypointer.ingest.local"):
+            rep = index.ingest([docs], show_progress=False)
+    finally:
+        logging.getLogger("proxypointer.ingest.local").removeHandler(handler)
+    assert rep.indexed == 2 and not rep.failed
+    noted = dict(rep.notes)
+    note = noted[str(docs / "dump.md")]
+    assert "chunks from one document" in note and "no headings: cut in sliding windows" in note
+    assert "run the same ingest again" in note and str(docs / "short.md") not in noted
+    assert embedded_when_warned[0] == ("warned", 0)  # said before any embedding
