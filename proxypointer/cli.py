@@ -276,7 +276,8 @@ def _add_serve_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: AN
         if kind == "mcp":
             k.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp instead of stdio")
         k.add_argument("--host", help="address to bind (default: serve.host, 127.0.0.1; others need a bearer token)")
-        k.add_argument("--port", type=int, help="TCP port (default: serve.port, 8765)")
+        default_port = "serve.mcp_port, 8766" if kind == "mcp" else "serve.port, 8765"
+        k.add_argument("--port", type=int, help=f"TCP port (default: {default_port})")
         if kind == "http":
             k.add_argument(
                 "--allow-write",

@@ -670,7 +670,9 @@ class ServeConfig:
     Attributes:
         host: Interface to bind; ``127.0.0.1`` by default. Any host that is not a loopback
             address needs a bearer token (``token_env``).
-        port: TCP port of ``serve http`` and ``serve mcp --http``.
+        port: TCP port of ``serve http``.
+        mcp_port: TCP port of ``serve mcp --http``: another than ``port``'s, so that both
+            servers of one store run side by side with their defaults.
         token_env: Name of the environment variable holding the bearer token (never the
             token itself). When it is set, every request but ``GET /healthz`` must send
             ``Authorization: Bearer <token>``; binding off loopback without it is refused.
@@ -699,6 +701,7 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8765
+    mcp_port: int = 8766
     token_env: str = "PROXYPOINTER_TOKEN"
     threads: int = 4
     max_query_chars: int = 2000
@@ -721,6 +724,7 @@ class ServeConfig:
         _check(self.preload_max_mb >= 0, "serve.preload_max_mb",
                f"expected an int >= 0 (0: half of the physical memory), got {self.preload_max_mb}")
         _check(1 <= self.port <= 65535, "serve.port", f"expected 1..65535, got {self.port}")
+        _check(1 <= self.mcp_port <= 65535, "serve.mcp_port", f"expected 1..65535, got {self.mcp_port}")
         _check(1 <= self.threads <= 64, "serve.threads", f"expected 1..64, got {self.threads}")
         for name in ("max_query_chars", "max_k", "default_max_tokens", "max_tokens", "max_body_bytes"):
             value = getattr(self, name)

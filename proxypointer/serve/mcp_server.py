@@ -221,7 +221,7 @@ def run_mcp(
         service: The service to expose (warmed up here, before the first message is read).
         http: Streamable HTTP at ``http://host:port/mcp`` instead of stdio.
         host: Address to bind with ``http`` (default ``serve.host``, 127.0.0.1).
-        port: TCP port with ``http`` (default ``serve.port``, 8765).
+        port: TCP port with ``http`` (default ``serve.mcp_port``, 8766).
         ready: Called with a one-line description once the model is loaded.
 
     Raises:
@@ -242,7 +242,7 @@ def run_mcp(
     import uvicorn
 
     host = host or service.limits.host
-    port = port or service.limits.port
+    port = port or service.limits.mcp_port
     token = bearer_token(service.limits, host)
     app = server.streamable_http_app(host=host, max_request_body_size=service.limits.max_body_bytes)
     guarded = Guard(

@@ -438,3 +438,25 @@ def test_a_port_another_server_holds_is_refused_before_serving_is_announced(stor
                             "--port", str(port)], capture_output=True, text=True, timeout=300, env=server_env())
     assert p.returncode == 1 and p.stderr.startswith(f"error: 127.0.0.1:{port}: cannot listen there"), p.stderr
     assert "--port" in p.stderr and "serving" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_mcp_and_http_servers_default_to_different_ports(store, tmp_path):
+    # new-user trial: `serve mcp --http` and `serve http` both defaulted to serve.port, so the
+    # second of one store's two servers could not start without --port
+    import socket
+
+    with socket.socket() as a, socket.socket() as b:
+        for s in (a, b):
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+        http_port, mcp_port = a.getsockname()[1], b.getsockname()[1]
+        config = tmp_path / "ports.yaml"
+        config.write_text(f"serve:\n  port: {http_port}\n  mcp_port: {mcp_port}\n", encoding="utf-8")
+        for kind, port in ((["http"], http_port), (["mcp", "--http"], mcp_port)):
+            p = subprocess.run([sys.executable, "-m", "proxypointer", "--store", str(store), "--config", str(config),
+                                "serve", *kind], capture_output=True, text=True, timeout=300, env=server_env())
+            refused = p.stderr.startswith(f"error: 127.0.0.1:{port}: cannot listen")
+            assert p.returncode == 1 and refused, (kind, p.stderr)
+    from proxypointer.config import ServeConfig
+
+    assert ServeConfig().port != ServeConfig().mcp_port
