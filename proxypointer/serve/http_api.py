@@ -90,9 +90,17 @@ def create_app(service: Service, *, host: str) -> Any:
         return JSONResponse({"detail": str(err)}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, err: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
         # FastAPI's own answer echoes the values sent, which may not be JSON (1e400 is infinity)
-        return JSONResponse({"detail": validation_detail(err.errors())}, status_code=422)
+        detail = validation_detail(err.errors())
+        sent = request.headers.get("content-type", "")
+        if "json" not in sent.lower() and any(d["loc"] == ["body"] for d in detail):
+            # a body that is not read as JSON (curl -d without -H) fails as a whole: say why
+            for d in detail:
+                if d["loc"] == ["body"]:
+                    d["msg"] += (f"; the body was sent as {sent or 'no content type'!r}: send JSON with the "
+                                 "header content-type: application/json")
+        return JSONResponse({"detail": detail}, status_code=422)
 
     @app.post("/query", summary="Find the best whole sections for a query")
     async def query(body: QueryBody) -> dict[str, Any]:

@@ -460,3 +460,15 @@ def test_the_mcp_and_http_servers_default_to_different_ports(store, tmp_path):
     from proxypointer.config import ServeConfig
 
     assert ServeConfig().port != ServeConfig().mcp_port
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", None])
+def test_a_json_body_sent_without_the_json_content_type_is_told_the_header(server, content_type):
+    # new-user trial: `curl -d '{...}'` without -H got pydantic's "Input should be a valid
+    # dictionary or object", with no hint that the header was the fault
+    headers = {"content-type": content_type} if content_type else {}
+    r = httpx.post(server.url + "/query", content=b'{"query": "leave", "k": 2}', headers=headers)
+    assert r.status_code == 422 and "content-type: application/json" in r.text, r.text
+    ok = httpx.post(server.url + "/query", content=b'{"query": "leave", "k": 2}',
+                    headers={"content-type": "application/json"})
+    assert ok.status_code == 200
