@@ -96,6 +96,7 @@ __all__ = [
     "HeadingReport",
     "apply_converter_modes",
     "detect_converter_output",
+    "figure_rows",
     "flatten_levels",
     "label_line_candidates",
     "label_title",
@@ -580,6 +581,15 @@ def _table_like(lines: list[str], a: int, b: int, empty: bool = True) -> bool:
     words = sum(len(x.split()) for x in body)
     figures = sum(len(_FIGURE.findall(x)) for x in body)
     return figures >= STATEMENT_MIN_FIGURE_SHARE * words
+
+
+def figure_rows(lines: list[str], a: int, b: int) -> bool:
+    """Tell whether lines a..b (1-based inclusive) hold text and are rows of figures.
+
+    Rows of figures: at least :data:`STATEMENT_MIN_FIGURE_SHARE` figures per word, the share
+    that separates the pieces of a financial statement from the prose around it.
+    """
+    return _table_like(lines, a, b, empty=False)
 
 
 #: Lines after an outline heading within which a text heading with a matching title is the

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .build import DocumentTree, Node
+from .headings import figure_rows
 from .markdown import code_lines
 from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
@@ -41,6 +42,7 @@ from .titles import title_words as _norm_title
 
 __all__ = [
     "KINDS",
+    "STATEMENT_TABLE_LINES",
     "TOPIC_TARGETS",
     "LabelIndex",
     "find_label_in_query",
@@ -48,6 +50,7 @@ __all__ = [
     "mentions_label",
     "normalise_label",
     "resolve",
+    "statement_nodes",
     "statements_in_query",
     "topic_nodes",
 ]
@@ -141,6 +144,9 @@ class LabelIndex:
             among numbered headings.
         statements: Financial statement kind (:data:`proxypointer.tree.titles.STATEMENT_KINDS`) ->
             node ids of the headings titled with that statement, in document order.
+        tabular: Those of :attr:`statements` whose section holds the statement itself: its
+            first :data:`STATEMENT_TABLE_LINES` lines are rows of figures
+            (:func:`~proxypointer.tree.headings.figure_rows`), not a paragraph about it.
         tree: The tree the index was built from.
 
     """
@@ -151,6 +157,7 @@ class LabelIndex:
     titles: dict[str, list[str]] = field(default_factory=dict)
     kind_nodes: dict[str, set[str]] = field(default_factory=dict)
     statements: dict[str, list[str]] = field(default_factory=dict)
+    tabular: set[str] = field(default_factory=set)
     tree: DocumentTree | None = None
 
 
@@ -204,6 +211,13 @@ def node_spans(tree: DocumentTree) -> list[tuple[int, int, Node]]:
     return [(n.body_start_line, n.body_end_line, n) for n in tree.nodes]
 
 
+#: Lines under a statement heading read to tell the statement (rows of figures) from a
+#: paragraph about it: a balance sheet's first 80 lines hold its first rows however it is
+#: converted (one row per line, or a pipe table), and a press release's paragraph titled
+#: "Balance Sheet" is a few lines of prose.
+STATEMENT_TABLE_LINES = 80
+
+
 def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
     """Collect the labels a document defines, from its headings and caption lines.
 
@@ -230,6 +244,9 @@ def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
         statement = statement_kind(n.title, heading=True)
         if statement:
             idx.statements.setdefault(statement, []).append(n.node_id)
+            last = min(n.end_line, n.start_line + STATEMENT_TABLE_LINES, len(lines))
+            if figure_rows(lines, n.start_line + 1, last):
+                idx.tabular.add(n.node_id)
         low = plain.lower()
         for word, kind in _KIND_WORDS.items():
             if not word.endswith((".", "§")) and re.search(rf"\b{word}\b", low):
@@ -426,9 +443,21 @@ def statements_in_query(query: str) -> tuple[str, ...]:
 
 
 def statement_nodes(kinds: tuple[str, ...], index: LabelIndex) -> list[str]:
-    # One heading per statement named: the first of that kind that is neither in a list of
-    # contents ("Index to Financial Statements", "Table of Contents") nor titled with a colon
-    # ("Consolidated Balance Sheets:" introduces rows of a selected-data table).
+    """Return one heading per financial statement named, in the order of ``kinds``.
+
+    The first heading of that kind that is neither in a list of contents ("Index to
+    Financial Statements", "Table of Contents") nor titled with a colon ("Consolidated
+    Balance Sheets:" introduces rows of a selected-data table); of those, the first that holds
+    the statement's rows of figures (:attr:`LabelIndex.tabular`), if one does: an earnings
+    release's "Balance Sheet" paragraph comes before its balance sheet.
+
+    Args:
+        kinds: Statement kinds (:func:`statements_in_query`).
+        index: One document's label index.
+
+    Returns:
+        Node ids; a kind the document has no heading for adds none.
+    """
     tree = index.tree
 
     def listed(node_id: str) -> bool:
@@ -444,7 +473,8 @@ def statement_nodes(kinds: tuple[str, ...], index: LabelIndex) -> list[str]:
             continue
         titled = [i for i in ids if tree is None or not _plain(tree.node(i).title).endswith(":")]
         body = [i for i in titled if not listed(i)]
-        out.append((body or titled or ids)[0])
+        tables = [i for i in body if i in index.tabular]
+        out.append((tables or body or titled or ids)[0])
     return out
 
 

@@ -558,3 +558,40 @@ def test_a_statement_named_in_a_query_resolves_to_its_heading():
         "Consolidated Statements of Cash Flows"]
     # a statement the document does not have names nothing
     assert find_label_in_query("the statement of shareholders' equity", idx) == ()
+
+
+EARNINGS_RELEASE = """# ULTRA Corp. Announces Fourth Quarter Results
+
+## Balance Sheet
+
+Cash and cash equivalents at the end of the quarter were $737.9 million. Merchandise
+inventories, net at the end of the quarter totaled $1.6 billion compared to $1.5 billion
+at the end of the prior year quarter, an increase that reflects new stores and the
+investments the company made in its supply chain over the year.
+
+## Share Repurchase Program
+
+The company bought back 1.4 million shares for $582.9 million during the quarter.
+
+## Condensed Consolidated Balance Sheets
+
+| (In thousands) | January 28, 2023 | January 29, 2022 |
+|---|---|---|
+| Cash and cash equivalents | $ 737,877 | $ 431,611 |
+| Merchandise inventories, net | 1,603,950 | 1,499,218 |
+| Total current assets | 2,530,163 | 2,118,941 |
+| Total assets | 5,570,191 | 5,143,981 |
+"""
+
+
+def test_a_statement_is_its_rows_of_figures_not_an_earlier_paragraph_titled_like_it():
+    # An earnings release discusses its "Balance Sheet" in a paragraph before the condensed
+    # statement: a question about the balance sheet wants the statement.
+    tree, _lines, idx = _doc(EARNINGS_RELEASE)
+    got = find_label_in_query("What does the balance sheet show about inventories?", idx)
+    assert [_title(tree, t) for t in got] == ["Condensed Consolidated Balance Sheets"]
+    # with no statement of figures, the paragraph is still the one titled so
+    prose_only = EARNINGS_RELEASE.split("## Condensed")[0]
+    tree, _lines, idx = _doc(prose_only)
+    assert [_title(tree, t) for t in find_label_in_query("What does the balance sheet show?", idx)] == [
+        "Balance Sheet"]
