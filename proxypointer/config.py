@@ -766,7 +766,10 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
         # .inf passed every ">= 0" check and made every fused score inf (JSON output: Infinity)
         _check(math.isfinite(value), where, f"expected a finite number, got {value!r}")
     elif ann is str:
-        _check(isinstance(value, str), where, f"expected a string, got {value!r}")
+        # YAML 1.1 reads unquoted off/on/yes/no as booleans: `encoder_cache: off` arrives as False
+        hint = f" (YAML reads an unquoted {'off/no' if value is False else 'on/yes'} as {value}: quote it)" \
+            if isinstance(value, bool) else ""
+        _check(isinstance(value, str), where, f"expected a string, got {value!r}{hint}")
     elif ann is tuple:
         _check(isinstance(value, (list, tuple)), where, f"expected a list, got {value!r}")
         _check(all(isinstance(v, str) for v in value), where, "expected a list of strings")

@@ -19,7 +19,15 @@ import numpy as np
 from .._lru import LRU
 from ..config import EmbeddingConfig
 from ..errors import ConfigError, MissingDependencyError
-from .onnxencoder import OnnxEncoder, copy_encoder, encoder_path, export_encoder, refusal, shared_encoder_dir
+from .onnxencoder import (
+    OnnxEncoder,
+    copy_encoder,
+    encoder_path,
+    export_encoder,
+    refusal,
+    shared_encoder_dir,
+    writable,
+)
 from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
 
 if TYPE_CHECKING:
@@ -250,12 +258,16 @@ class SentenceTransformerEmbedder:
     def _exported_encoder(self) -> OnnxEncoder | None:
         """Return the encoder exported for this model in :attr:`encoder_dirs`, if there is one.
 
+        A copy that cannot be read (damaged, half written by hand) is replaced by a good copy
+        found in another folder; with none, by the next export.
+
         Raises:
             ConfigError: If the file found was exported for another model.
         """
         if not self._onnx_checked:
             self._onnx_checked = True
             model_path = Path(resolve_model_path(self.config.model)) if self.encoder_dirs else None
+            damaged: list[Path] = []
             for folder in self.encoder_dirs:
                 path = encoder_path(folder, self.name, model_path)
                 if not path.is_file():
@@ -264,12 +276,15 @@ class SentenceTransformerEmbedder:
                     self._onnx = OnnxEncoder(path, self.name, model_path)
                 except ConfigError:
                     raise  # another model's encoder: refused, never used
-                except Exception as err:  # noqa: BLE001 - a damaged file: torch works, and re-exports it
-                    logger.warning("%s: cannot read this encoder (%s); texts are embedded by torch and it is "
-                                   "exported again", path, err)
+                except Exception as err:  # noqa: BLE001 - a damaged file: another copy or an export replaces it
+                    logger.warning("%s (or its .json): cannot read this encoder (%s); it is replaced", path, err)
+                    damaged.append(path)
                 else:
                     logger.debug("texts embedded by %s", path)
                     break
+            for path in damaged:
+                if self._onnx is not None and copy_encoder(self._onnx.path, path.parent) is not None:
+                    logger.info("%s: replaced by a copy of %s", path, self._onnx.path)
         return self._onnx
 
     def has_query_encoder(self) -> bool:
@@ -303,7 +318,13 @@ class SentenceTransformerEmbedder:
             if reasons:
                 logger.debug("no ONNX encoder for %s (refused before: %s)", self.name, reasons[0])
                 return None
-            path = export_encoder(self.model, self.name, model_path, self.encoder_dirs[0])
+            folder = next((d for d in self.encoder_dirs if writable(d)), None)
+            if folder is None:
+                logger.warning("no ONNX encoder for %s: cannot write to %s; texts are embedded by torch "
+                               "(several seconds of loading per process)", self.name,
+                               " or ".join(map(str, self.encoder_dirs)))
+                return None
+            path = export_encoder(self.model, self.name, model_path, folder)
             if path is not None:
                 self._onnx = OnnxEncoder(path, self.name, model_path)  # the next texts use it
             found = self._onnx

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COSINE_MIN",
+    "FILE_MODE",
     "FORMAT",
     "PROBES",
     "OnnxEncoder",
@@ -51,6 +52,7 @@ __all__ = [
     "model_key",
     "refusal",
     "shared_encoder_dir",
+    "writable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -72,7 +74,12 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def model_key(name: str, model_path: Path) -> str:
-    """Return 12 hex digits naming a model's files: its name, config and weights' sizes.
+    """Return 12 hex digits naming a model's files: its name, config, and its weights' sizes and times.
+
+    The weights are named by size and modification time (nanoseconds), not read: reading them
+    would cost each query process about 0.2 s. Weights rewritten in place (a model retrained
+    into its folder, same size) get a new time, so an encoder exported from the old ones is
+    not used for them.
 
     Args:
         name: The embedder's name (the store records it).
@@ -83,7 +90,8 @@ def model_key(name: str, model_path: Path) -> str:
         path = model_path / file
         h.update(path.read_bytes() if path.is_file() else b"-")
     for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
-        h.update(f"{weights.name}:{weights.stat().st_size}".encode())
+        stat = weights.stat()
+        h.update(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return h.hexdigest()[:12]
 
 
@@ -111,6 +119,15 @@ def shared_encoder_dir(setting: str) -> Path | None:
         return Path(root).expanduser() / "encoders"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "proxypointer" / "encoders"
+
+
+def writable(folder: Path) -> bool:
+    """Tell whether ``folder`` exists or can be made, and files can be written in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 def refusal(folder: Path, name: str, model_path: Path) -> str | None:
@@ -209,6 +226,7 @@ def export_encoder(model: SentenceTransformer, name: str, model_path: Path, fold
             return None
         meta["min_cosine"] = round(min(cosines), 7)
         _write_atomic(target.with_suffix(".json"), json.dumps(meta, indent=1).encode())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     except Exception as err:  # noqa: BLE001 - texts keep the torch encoder, which works
         logger.info("no ONNX encoder for %s: %s", name, err)
@@ -229,6 +247,7 @@ def copy_encoder(path: Path, folder: Path) -> Path | None:
         fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=folder)
         os.close(fd)
         shutil.copyfile(path, tmp)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     except OSError as err:
         logger.info("cannot copy the encoder %s into %s: %s", path, folder, err)
@@ -236,11 +255,17 @@ def copy_encoder(path: Path, folder: Path) -> Path | None:
     return target
 
 
+#: Mode of the files written: readable by all, like the rest of a store (``mkstemp`` makes
+#: 0600 files, which another user of a shared store or cache could not read).
+FILE_MODE = 0o644
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write a file whole or not at all (a reader never sees half of it)."""
     fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+    os.chmod(tmp, FILE_MODE)
     os.replace(tmp, path)
 
 

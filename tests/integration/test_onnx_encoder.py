@@ -177,3 +177,55 @@ def test_a_damaged_encoder_file_falls_back_to_torch_and_is_exported_again(store,
     assert "cannot read this encoder" in caplog.text and vector.shape == (384,)
     assert embedder.has_query_encoder()  # exported again over the damaged file
     assert (folder / onnx.name).read_bytes() == onnx.read_bytes()
+
+
+def test_weights_rewritten_in_place_name_another_model(tmp_path):
+    # breaker: a model retrained into its folder kept its weights' size, and its old encoder
+    # served vectors of the old weights (cosine 0.99 to the new) without a word
+    import os
+
+    from proxypointer.embed.onnxencoder import model_key
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"a" * 64)
+    before = model_key("my-model", model)
+    weights.write_bytes(b"b" * 64)  # same size, other bytes
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later write, whatever the clock
+    assert model_key("my-model", model) != before
+
+
+def test_a_damaged_copy_is_replaced_by_a_good_one_from_another_folder(store, tmp_path, caplog):
+    # breaker: a truncated store copy was skipped for the cache's at every query, with a warning
+    # saying it would be exported again, and never repaired
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    for f in (onnx, onnx.with_suffix(".json")):
+        (shared / f.name).write_bytes(f.read_bytes())
+    damaged = tmp_path / "encoders"
+    damaged.mkdir()
+    (damaged / onnx.name).write_bytes(onnx.read_bytes()[:1000])
+    (damaged / onnx.with_suffix(".json").name).write_bytes(onnx.with_suffix(".json").read_bytes())
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=damaged)
+    with caplog.at_level(logging.INFO, logger="proxypointer.embed.embedder"):
+        assert embedder.has_query_encoder()
+    assert "cannot read this encoder" in caplog.text and "replaced by a copy" in caplog.text
+    assert (damaged / onnx.name).read_bytes() == onnx.read_bytes()
+    assert oct((damaged / onnx.name).stat().st_mode & 0o777) == oct(0o644)  # readable by a store's other users
+
+
+def test_an_export_the_store_cannot_hold_goes_to_the_shared_folder(tmp_path):
+    # breaker: with <store>/encoders unwritable, every query loaded torch again (7-8 s), silently
+    blocked = tmp_path / "store"
+    blocked.mkdir()
+    (blocked / "encoders").write_text("a file where the folder should be")
+    embedder = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=blocked / "encoders")
+    embedder.encode_query("How is parental leave paid?")  # torch, then the export
+    (shared,) = sorted((tmp_path / "shared").glob("*.onnx"))
+    assert oct(shared.stat().st_mode & 0o777) == oct(0o644)
+    fresh = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=blocked / "encoders")
+    assert fresh.has_query_encoder()  # the next process needs no torch

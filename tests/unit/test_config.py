@@ -98,3 +98,14 @@ def test_weights_must_be_finite(tmp_path):
         path.write_text(f"retrieval:\n  {key}: .inf\n")
         with pytest.raises(ConfigError, match=f"{key}.yaml: retrieval.{key}: expected a finite number"):
             load_config(path)
+
+
+def test_an_unquoted_off_is_refused_with_the_quoting_hint_and_a_quoted_one_works(tmp_path):
+    # new-user trial: `encoder_cache: off`, as configs/default.yaml's comment reads, is YAML's false
+    bad = tmp_path / "off.yaml"
+    bad.write_text("embedding:\n  encoder_cache: off\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"embedding\.encoder_cache: expected a string, got False.*quote it"):
+        load_config(bad)
+    good = tmp_path / "quoted.yaml"
+    good.write_text("embedding:\n  encoder_cache: 'off'\n", encoding="utf-8")
+    assert load_config(good).embedding.encoder_cache == "off"
