@@ -34,6 +34,7 @@ from .stages import (
     embed_chunks,
     empty_note,
     finish_sync,
+    missing_embeddings,
     parse_file,
     plan_changed,
     prepare_document,
@@ -233,14 +234,14 @@ def run_ingest(
     return report
 
 
-def _large_document_note(path: str, doc: PreparedDocument) -> str:
-    """Say that one document makes many chunks, how it was cut, and what an interruption keeps."""
+def _large_document_note(path: str, doc: PreparedDocument, to_embed: int) -> str:
+    """Say that one document makes many chunks to embed, how it was cut, and what an interruption keeps."""
     size = len(doc.text.encode("utf-8", "surrogatepass")) / 1e6
     tree = DocumentTree.from_json(doc.tree_json, doc.doc_id, doc.title, doc.line_count)
     how = f"{doc.n_sections:,} sections" if tree.has_headings else "no headings: cut in sliding windows"
-    return (f"{path}: {len(doc.chunks):,} chunks from one document ({size:.1f} MB, {doc.line_count:,} lines, {how}); "
-            "embedding them takes long on a CPU (13-50 chunks/s). An interrupted run keeps what it embedded: "
-            "run the same ingest again to go on")
+    return (f"{path}: {len(doc.chunks):,} chunks from one document ({size:.1f} MB, {doc.line_count:,} lines, {how}), "
+            f"{to_embed:,} of them to embed: that takes long on a CPU (13-50 chunks/s). An interrupted run keeps "
+            "what it embedded: run the same ingest again to go on")
 
 
 class _Files:
@@ -287,9 +288,11 @@ class _Files:
             return
         run.report.notes.extend((file.path, w) for w in doc.warnings)
         if len(doc.chunks) >= LARGE_DOCUMENT_CHUNKS:
-            note = _large_document_note(file.path, doc)
-            logger.warning("%s", note)  # now, before the long embedding, not in the summary only
-            run.report.notes.append((file.path, note))
+            _known, todo = missing_embeddings(doc.chunks, run.index.embedder.name, self.registry)
+            if len(todo) >= LARGE_DOCUMENT_CHUNKS:  # a resumed or edited one reuses most vectors
+                note = _large_document_note(file.path, doc, len(todo))
+                logger.warning("%s", note)  # now, before the long embedding, not in the summary only
+                run.report.notes.append((file.path, note))
         run.add(pending, doc)
 
     def read_batched(self, batched: list[SourceFile]) -> None:

@@ -581,3 +581,9 @@ def test_a_document_of_very_many_chunks_is_announced_before_it_is_embedded(tmp_p
     assert "chunks from one document" in note and "no headings: cut in sliding windows" in note
     assert "run the same ingest again" in note and str(docs / "short.md") not in noted
     assert embedded_when_warned[0] == ("warned", 0)  # said before any embedding
+    # a re-ingest of the same document, edited in one place, embeds one chunk: nothing to announce
+    (docs / "dump.md").write_text(words + " and one more reading", encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="proxypointer.ingest.local"):
+        again = index.ingest([docs], show_progress=False)
+    assert again.indexed == 1 and again.embedded <= 2 and "chunks from one document" not in caplog.text
