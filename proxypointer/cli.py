@@ -436,8 +436,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
         # ranked by the fused rank score; the cosine of its best chunk is shown (not monotonic)
         print(f"[{rank}] {s.citation}  cosine={s.score:.3f}")
         print(f"    {' > '.join(s.breadcrumb)}")
-        if s.reached_via:
-            print(f"    reached via {s.reached_via} -> {s.title} (L{s.start_line}-L{s.end_line})")
+        if s.reached_via == "query":
+            print("    first because the question names it (label lookup)")
+        elif s.reached_via:
+            print(f"    cited by {s.reached_via}")
         if s.delivery != "subtree":
             what = "its own text" if s.delivery == "own_text" else "an excerpt of its own text"
             print(f"    section L{s.start_line}-L{s.end_line} is long: showing {what}")

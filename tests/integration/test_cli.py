@@ -171,3 +171,11 @@ def test_verbose_shows_our_debug_messages_not_other_libraries(tmp_path):
     # the query is embedded by the encoder the ingest exported (no torch): our DEBUG line says so
     assert "DEBUG proxypointer.embed.embedder: texts embedded by" in err, err
     assert "DEBUG bm25s" not in err and "DEBUG chromadb" not in err, err
+
+
+def test_a_section_the_question_names_says_so_in_words(store):
+    # new-user trial: "reached via query -> 3.2 Error codes (L155-L175)" read as a riddle
+    out = run("query", "What does section 3.2 of the telemetry gateway spec say?", "-k", "2", cwd=store).stdout
+    first = out.split("\n\n")[0]
+    assert "3.2 Error codes" in first and "first because the question names it" in first, out
+    assert "reached via" not in out
