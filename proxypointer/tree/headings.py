@@ -89,6 +89,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONVERTER_MIN_FOOTERS",
     "CONVERTER_MIN_ROW_HEADINGS",
+    "FIGURE_ROW_MIN_SHARE",
     "OUTLINE_DUPLICATE_LINES",
     "TITLE_LINE_MAX_REPEATS",
     "LABEL_TITLE_MAX_WORDS",
@@ -96,7 +97,7 @@ __all__ = [
     "HeadingReport",
     "apply_converter_modes",
     "detect_converter_output",
-    "figure_rows",
+    "figure_row",
     "flatten_levels",
     "label_line_candidates",
     "label_title",
@@ -583,13 +584,26 @@ def _table_like(lines: list[str], a: int, b: int, empty: bool = True) -> bool:
     return figures >= STATEMENT_MIN_FIGURE_SHARE * words
 
 
-def figure_rows(lines: list[str], a: int, b: int) -> bool:
-    """Tell whether lines a..b (1-based inclusive) hold text and are rows of figures.
+#: Least share of figures among a line's words for it to be a row of a table of figures.
+#: A statement row has a label of a few words and a figure per column ("Total current assets
+#: 2,530,163 2,118,941": 0.4); a sentence quoting figures has many more words per figure
+#: ("... totaled $1.6 billion compared to $1.5 billion": 0.13).
+FIGURE_ROW_MIN_SHARE = 0.25
 
-    Rows of figures: at least :data:`STATEMENT_MIN_FIGURE_SHARE` figures per word, the share
-    that separates the pieces of a financial statement from the prose around it.
+
+def figure_row(line: str) -> bool:
+    """Tell whether a line reads as one row of a table of figures.
+
+    At least two figures; and either it is a row of a markdown table (it starts with a pipe:
+    its label may be long) or its figures are at least :data:`FIGURE_ROW_MIN_SHARE` of its
+    words (a row converted to one line of text, not a sentence quoting two figures).
     """
-    return _table_like(lines, a, b, empty=False)
+    figures = len(_FIGURE.findall(line))
+    if figures < 2:
+        return False
+    if line.lstrip().startswith("|"):
+        return True
+    return figures >= FIGURE_ROW_MIN_SHARE * len(line.split())
 
 
 #: Lines after an outline heading within which a text heading with a matching title is the

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .build import DocumentTree, Node
-from .headings import figure_rows
+from .headings import figure_row
 from .markdown import code_lines
 from .titles import NUMBERED_TITLE as _NUMBERED_TITLE
 from .titles import ROMAN_DIGITS as _ROMAN
@@ -42,6 +42,7 @@ from .titles import title_words as _norm_title
 
 __all__ = [
     "KINDS",
+    "STATEMENT_MIN_ROWS",
     "STATEMENT_TABLE_LINES",
     "TOPIC_TARGETS",
     "LabelIndex",
@@ -144,9 +145,10 @@ class LabelIndex:
             among numbered headings.
         statements: Financial statement kind (:data:`proxypointer.tree.titles.STATEMENT_KINDS`) ->
             node ids of the headings titled with that statement, in document order.
-        tabular: Those of :attr:`statements` whose section holds the statement itself: its
-            first :data:`STATEMENT_TABLE_LINES` lines are rows of figures
-            (:func:`~proxypointer.tree.headings.figure_rows`), not a paragraph about it.
+        tabular: Those of :attr:`statements` whose section holds the statement itself: at
+            least :data:`STATEMENT_MIN_ROWS` of its first :data:`STATEMENT_TABLE_LINES` lines
+            are rows of figures (:func:`~proxypointer.tree.headings.figure_row`), not a
+            paragraph about it.
         tree: The tree the index was built from.
 
     """
@@ -213,9 +215,13 @@ def node_spans(tree: DocumentTree) -> list[tuple[int, int, Node]]:
 
 #: Lines under a statement heading read to tell the statement (rows of figures) from a
 #: paragraph about it: a balance sheet's first 80 lines hold its first rows however it is
-#: converted (one row per line, or a pipe table), and a press release's paragraph titled
-#: "Balance Sheet" is a few lines of prose.
+#: converted (one row per line, or a pipe table), after an introduction of a few lines, and
+#: a press release's paragraph titled "Balance Sheet" is a few lines of prose.
 STATEMENT_TABLE_LINES = 80
+#: Rows of figures (:func:`~proxypointer.tree.headings.figure_row`) among those lines that
+#: make a statement: a balance sheet has 15-40; a paragraph quoting a few balances has none
+#: or one or two, whatever its length.
+STATEMENT_MIN_ROWS = 5
 
 
 def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
@@ -245,7 +251,8 @@ def label_index(tree: DocumentTree, lines: list[str]) -> LabelIndex:
         if statement:
             idx.statements.setdefault(statement, []).append(n.node_id)
             last = min(n.end_line, n.start_line + STATEMENT_TABLE_LINES, len(lines))
-            if figure_rows(lines, n.start_line + 1, last):
+            rows = sum(1 for line in lines[n.start_line : last] if figure_row(line))
+            if rows >= STATEMENT_MIN_ROWS:
                 idx.tabular.add(n.node_id)
         low = plain.lower()
         for word, kind in _KIND_WORDS.items():

@@ -595,3 +595,34 @@ def test_a_statement_is_its_rows_of_figures_not_an_earlier_paragraph_titled_like
     tree, _lines, idx = _doc(prose_only)
     assert [_title(tree, t) for t in find_label_in_query("What does the balance sheet show?", idx)] == [
         "Balance Sheet"]
+
+
+WORDY_TABLE = """
+| (In thousands, except share data) | January 28, 2023 | January 29, 2022 |
+|---|---|---|
+| Cash and cash equivalents held at banks and in money market funds | $ 737,877 | $ 431,611 |
+| Merchandise inventories, net of reserves for shrink and obsolescence | 1,603,950 | 1,499,218 |
+| Prepaid expenses and other current assets not classified elsewhere | 140,936 | 132,762 |
+| Total current assets of the company at the end of the fiscal year | 2,530,163 | 2,118,941 |
+| Property and equipment, net of accumulated depreciation | 1,009,006 | 933,458 |
+| Total assets of the company at the end of the fiscal year | 5,570,191 | 5,143,981 |
+"""
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # a pipe table with long row labels (pipes are not words)
+        "## Condensed Consolidated Balance Sheets\n" + WORDY_TABLE,
+        # a long introduction without figures before the rows
+        "## Condensed Consolidated Balance Sheets\n\n" + "The following table is unaudited and condensed. " * 12
+        + "\n" + WORDY_TABLE,
+        # the rows under a child heading
+        "## Condensed Consolidated Balance Sheets\n\n### Assets\n" + WORDY_TABLE,
+    ],
+)
+def test_a_statements_rows_are_found_whatever_their_labels_intro_or_subheadings(statement):
+    release = EARNINGS_RELEASE.split("## Condensed")[0] + statement
+    tree, _lines, idx = _doc(release)
+    got = find_label_in_query("What does the balance sheet show?", idx)
+    assert [_title(tree, t) for t in got] == ["Condensed Consolidated Balance Sheets"]
