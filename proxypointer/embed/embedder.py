@@ -127,6 +127,7 @@ class SentenceTransformerEmbedder:
         self._onnx: OnnxEncoder | None = None
         self._onnx_checked = False
         self._export_tried = False
+        self._damaged: set[Path] = set()  # copies that could not be read: replaced when one is found or made
 
     @property
     def tokenizer(self) -> HFTokenizer:
@@ -267,7 +268,6 @@ class SentenceTransformerEmbedder:
         if not self._onnx_checked:
             self._onnx_checked = True
             model_path = Path(resolve_model_path(self.config.model)) if self.encoder_dirs else None
-            damaged: list[Path] = []
             for folder in self.encoder_dirs:
                 path = encoder_path(folder, self.name, model_path)
                 if not path.is_file():
@@ -278,14 +278,20 @@ class SentenceTransformerEmbedder:
                     raise  # another model's encoder: refused, never used
                 except Exception as err:  # noqa: BLE001 - a damaged file: another copy or an export replaces it
                     logger.warning("%s (or its .json): cannot read this encoder (%s); it is replaced", path, err)
-                    damaged.append(path)
+                    self._damaged.add(path)
                 else:
                     logger.debug("texts embedded by %s", path)
                     break
-            for path in damaged:
-                if self._onnx is not None and copy_encoder(self._onnx.path, path.parent) is not None:
-                    logger.info("%s: replaced by a copy of %s", path, self._onnx.path)
+            if self._onnx is not None:
+                self._replace_damaged(self._onnx.path)
         return self._onnx
+
+    def _replace_damaged(self, good: Path) -> None:
+        """Copy a readable encoder over each copy found damaged in :attr:`encoder_dirs`."""
+        for path in sorted(self._damaged):
+            if copy_encoder(good, path.parent) is not None:
+                logger.info("%s: replaced by a copy of %s", path, good)
+                self._damaged.discard(path)
 
     def has_query_encoder(self) -> bool:
         """Tell whether queries are embedded by an exported encoder (without torch).
@@ -330,6 +336,7 @@ class SentenceTransformerEmbedder:
             found = self._onnx
         if found is None:
             return None
+        self._replace_damaged(found.path)
         for folder in self.encoder_dirs:  # each folder gets its copy: the store's, the shared one
             if not encoder_path(folder, self.name, model_path).is_file():
                 copy_encoder(found.path, folder)

@@ -229,3 +229,17 @@ def test_an_export_the_store_cannot_hold_goes_to_the_shared_folder(tmp_path):
     assert oct(shared.stat().st_mode & 0o777) == oct(0o644)
     fresh = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=blocked / "encoders")
     assert fresh.has_query_encoder()  # the next process needs no torch
+
+
+def test_a_damaged_shared_copy_is_replaced_by_the_export_it_forces(store, tmp_path):
+    # breaker: a garbage .json in the shared folder made every new store pay the export again
+    (onnx,) = sorted((store / "encoders").glob("*.onnx"))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / onnx.name).write_bytes(onnx.read_bytes())
+    (shared / onnx.with_suffix(".json").name).write_text("garbage{")
+    first = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "a" / "encoders")
+    assert first.encode(["a chunk"]).shape == (1, 384)  # exports into store a, then repairs the shared copy
+    assert json.loads((shared / onnx.with_suffix(".json").name).read_text())["model"] == "all-MiniLM-L6-v2"
+    second = SentenceTransformerEmbedder(own(tmp_path), query_encoder_dir=tmp_path / "b" / "encoders")
+    assert second.has_query_encoder() and second._export_tried is False  # found, not exported again
