@@ -241,6 +241,7 @@ def export_encoder(model: SentenceTransformer, name: str, model_path: Path, fold
 def copy_encoder(path: Path, folder: Path) -> Path | None:
     """Copy an exported encoder and its description into ``folder`` (atomically); None on failure (logged)."""
     target = folder / path.name
+    tmp = ""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _write_atomic(target.with_suffix(".json"), path.with_suffix(".json").read_bytes())
@@ -251,6 +252,8 @@ def copy_encoder(path: Path, folder: Path) -> Path | None:
         os.replace(tmp, target)
     except OSError as err:
         logger.info("cannot copy the encoder %s into %s: %s", path, folder, err)
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)  # a full disk leaves no half copy behind
         return None
     return target
 
@@ -263,10 +266,14 @@ FILE_MODE = 0o644
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write a file whole or not at all (a reader never sees half of it)."""
     fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.chmod(tmp, FILE_MODE)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 class OnnxEncoder:

@@ -219,7 +219,7 @@ def node_spans(tree: DocumentTree) -> list[tuple[int, int, Node]]:
 #: a press release's paragraph titled "Balance Sheet" is a few lines of prose.
 STATEMENT_TABLE_LINES = 80
 #: Rows of figures (:func:`~proxypointer.tree.headings.figure_row`) among those lines that
-#: make a statement: a balance sheet has 15-40; a paragraph quoting a few balances has none
+#: make a statement: a balance sheet has tens of them; a paragraph quoting a few balances has none
 #: or one or two, whatever its length.
 STATEMENT_MIN_ROWS = 5
 
