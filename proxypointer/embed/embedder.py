@@ -26,6 +26,7 @@ from .onnxencoder import (
     export_encoder,
     refusal,
     shared_encoder_dir,
+    transformer_body,
     writable,
 )
 from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
@@ -394,14 +395,6 @@ def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] |
         features = prepare(_PROBES[1])
         keys = tuple(k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features)
 
-        class _Body(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.auto_model = auto_model
-
-            def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-                return self.auto_model(**dict(zip(keys, tensors, strict=True)), return_dict=False)[0]
-
         # Tracing reads every attribute of the module; transformers' ``loss_function``
         # property logs a warning when read on a model without a loss type. Encoding never
         # uses a loss, so this inference-only model gets none and the read is silent (no
@@ -411,7 +404,7 @@ def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] |
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # TracerWarnings and deprecations of the trace
             traced = torch.jit.freeze(
-                torch.jit.trace(_Body().eval(), tuple(features[k] for k in keys), check_trace=False)
+                torch.jit.trace(transformer_body(auto_model, keys), tuple(features[k] for k in keys), check_trace=False)
             )
 
         def encode_one(text: str) -> np.ndarray:
