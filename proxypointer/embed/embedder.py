@@ -9,8 +9,10 @@ level or progress-bar setting (options are passed per call instead).
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -152,7 +154,8 @@ class SentenceTransformerEmbedder:
             # Models are never downloaded at run time: the path is a local folder and the
             # libraries are told so per call; no environment variable or global setting of
             # another library is changed (hidden global state, STYLE.md).
-            model = SentenceTransformer(str(path), device=self.config.device, local_files_only=True)
+            with _no_loading_bar():
+                model = SentenceTransformer(str(path), device=self.config.device, local_files_only=True)
             if self.quantize_int8:
                 model = _quantize_int8(model)
             self._model = model
@@ -361,6 +364,26 @@ _PROBES = (
     "What is the effect of the proposed method on the baseline?",
     "Section 4.2 reports results on the held-out set " * 30,  # truncated at max_seq_length
 )
+
+
+@contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar while a model loads (issue 32), then restore it.
+
+    transformers 5 draws the bar on stderr whenever a model loads, into the output of the
+    CLI and of a user's program; its switch is global, so it is put back as it was.
+    """
+    hf_logging = sys.modules.get("transformers.utils.logging")  # sentence-transformers imported it
+    if hf_logging is None:  # importing it here would set transformers' own loggers up
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def _traced_encoder(model: SentenceTransformer) -> Callable[[str], np.ndarray] | None:

@@ -3,7 +3,8 @@
 Runs in a fresh interpreter: environment variables, every logger's level, and the progress-bar
 switches of transformers and huggingface_hub are read after ``import sentence_transformers``
 (whose own import sets a few environment variables) and again after loading the model, a batch
-encode and a traced query; they must be equal.
+encode and a traced query; they must be equal, and transformers' "Loading weights" bar is not
+drawn meanwhile.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def state():
 
 before = state()
 e = SentenceTransformerEmbedder()
+e.model  # the torch model, whether or not an exported encoder embeds the texts below
 vectors = e.encode(["a sentence", "another one"])
 query = e.encode_query("how is parental leave paid?")
 after = state()
@@ -54,3 +56,4 @@ def test_loading_the_real_model_changes_no_process_state():
     assert out["after"]["transformers_bars"] == out["before"]["transformers_bars"]
     assert out["after"]["hub_bars_disabled"] == out["before"]["hub_bars_disabled"]
     assert "loss_type" not in proc.stderr  # the trace reads no property that warns
+    assert "Loading weights" not in proc.stderr  # transformers' bar stays out of a user's output
