@@ -45,9 +45,11 @@ logger = logging.getLogger(__name__)
 #: node; 4: lines of a printed table of contents are never headings, and a part or item below
 #: an outline heading climbs out to its filing level; 5: the notes heading is known after the
 #: company's name, "COSTCO ... NOTES TO CONSOLIDATED FINANCIAL STATEMENTS", and a contents entry
-#: "8 Financial Statements" among items is Item 8) bumps it, so that the next ingest re-indexes every document of a
+#: "8 Financial Statements" among items is Item 8; 6: a line made a heading in a filing, a title or
+#: bold line, nests one below the written heading before it, never above the written headings after
+#: it) bumps it, so that the next ingest re-indexes every document of a
 #: store rather than leaving it half old, half new. Part of :attr:`Store.pipeline_key`.
-PIPELINE_REVISION = 5
+PIPELINE_REVISION = 6
 
 
 class StoreView(Protocol):

@@ -254,7 +254,13 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
     Balance Sheets``) has been seen in the open item or part. Every other heading nests under
     the labelled heading before it (its *anchor*), at the anchor's level + 1 + the rank of
     its written level among the other headings under that anchor, so their relative nesting
-    is kept; headings before the first label rank from level 1. At most 6. A part or item
+    is kept; headings before the first label rank from level 1. A line made a heading without
+    a written level (``md_level`` 0: a title or bold line) nests one below the written heading
+    before it under the same anchor (one below the anchor when there is none, or when it is
+    a financial statement's title, :func:`proxypointer.tree.titles.statement_kind`): Verizon's
+    plain "Interest Expense" stands among ``######`` subsections of MD&A, and ranking it above
+    every written level made it the parent of the next 400 lines (dev bookmarks stripped:
+    nesting 0.822 -> 0.895, recall unchanged; dev and check hand gold unchanged). At most 6. A part or item
     line of the table of contents (ending in a page number) is no label
     (:func:`proxypointer.tree.titles.filing_label`).
 
@@ -279,14 +285,24 @@ def relevel_filing(headings: list[Heading]) -> list[Heading]:
             anchor_of[i] = anchor
     written: dict[int, set[int]] = {}
     for i, a in enumerate(anchor_of):
-        if not kinds[i]:
+        if not kinds[i] and headings[i].md_level:
             written.setdefault(a, set()).add(headings[i].md_level)
     ranks = {a: sorted(mds) for a, mds in written.items()}
     out: list[Heading] = []
+    last_written = -1  # index of the last unlabelled heading with a written level, under its anchor
     for i, h in enumerate(headings):
-        if not kinds[i]:
+        if kinds[i]:
+            last_written = -1
+        else:
             a = anchor_of[i]
-            levels[i] = (levels[a] if a >= 0 else 0) + 1 + ranks[a].index(h.md_level)
+            top = (levels[a] if a >= 0 else 0) + 1
+            if h.md_level:
+                levels[i] = top + ranks[a].index(h.md_level)
+                last_written = i
+            elif statement_kind(h.title) or last_written < 0:
+                levels[i] = top  # a statement's title line stands right under its item
+            else:  # a line made a heading (title, bold): one below the written heading before it
+                levels[i] = levels[last_written] + 1
         out.append(Heading(h.line, h.last_line, min(levels[i], 6), h.title, h.md_level, h.source))
     changed = sum(1 for a, b in zip(headings, out, strict=True) if a.level != b.level)
     logger.debug("filing structure: %d of %d headings re-levelled", changed, len(out))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -697,6 +698,19 @@ def test_relevel_filing_is_off_by_default_and_needs_a_filing():
 def test_relevel_filing_variants(titles, levels):
     text = "".join(f"{t}\n\ntext\n\n" for t in titles)
     assert [h.level for h in find_headings(text, FILING)[0]] == levels
+
+
+def test_relevel_filing_nests_a_title_line_below_the_written_heading_before_it():
+    """A plain line made a heading ("Interest Expense" among ###### subsections of MD&A) is no
+    parent of the written headings after it (Verizon's MD&A: it swallowed 400 lines)."""
+    text = ("### PART II\n\n### ITEM 7. MANAGEMENT'S DISCUSSION\n\n##### Consolidated Results\n\n"
+            "###### Operating Expenses\n\nCosts rose.\n\nInterest Expense\n\nInterest rose in 2022.\n\n"
+            "###### Segment Results\n\nSegments grew.\n")
+    config = dataclasses.replace(FILING, title_lines=True)
+    paths = _paths(text, config)
+    item = ("PART II", "ITEM 7. MANAGEMENT'S DISCUSSION", "Consolidated Results")
+    assert (*item, "Operating Expenses", "Interest Expense") in paths
+    assert (*item, "Segment Results") in paths
 
 
 def test_relevel_filing_caps_levels_at_6():
