@@ -637,6 +637,10 @@ class PDFConfig:
             first; at one size, the style with fewer headings first), read from the
             converter's JSON output, so that the tree nests a filing's subsections
             (:mod:`proxypointer.tree.headingstyles`). Off: the converter's levels as written.
+        run_in_titles: With ``heading_styles``: a title the converter ran into a paragraph
+            ("PART I Corning Incorporated ... in this report. Item 1. Business General"), set
+            in bold on a line of its own in the PDF, becomes a heading again
+            (:mod:`proxypointer.read.runin`; pypdf reads the bold lines).
     """
 
     converter: str = "opendataloader"
@@ -649,6 +653,7 @@ class PDFConfig:
     bookmarks: bool = True
     contents: bool = True
     heading_styles: bool = True
+    run_in_titles: bool = True
 
     def __post_init__(self) -> None:
         _check(

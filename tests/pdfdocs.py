@@ -189,3 +189,23 @@ def write_styled(path: Path, pages: list[list[tuple[str, str]]] | None = None) -
         c.showPage()
     c.save()
     return path
+
+
+def write_lines(path: Path, lines: list[tuple[str, str]], size: float = 10) -> Path:
+    """A one-page text PDF: each ``(font, text)`` on a line of its own, all at one size and spacing.
+
+    Bold titles set this way, as tight above their text as a body line, are what converters
+    run into the paragraph (:mod:`proxypointer.read.runin`).
+    """
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=letter, invariant=1)
+    y = 720
+    for font, text in lines:
+        c.setFont(font, size)
+        c.drawString(72, y, text)
+        y -= size + 4
+    c.showPage()
+    c.save()
+    return path

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ from ..lines import normalise_text, split_lines
 from ..progress import progress_bar
 from ..tree.headingstyles import apply_heading_styles, odl_headings
 from ..tree.pages import BUILTIN_STYLES, MarkerStyle, PageMap, page_map
+from .runin import PageLine, bold_titles, split_run_in_titles
 
 if TYPE_CHECKING:
     from ..config import PDFConfig
@@ -279,6 +280,9 @@ class OpenDataLoaderConverter(PDFConverter):
         heading_styles: Also ask for the JSON output and write each heading's level from its
             font's rank (:func:`proxypointer.tree.headingstyles.apply_heading_styles`); the JSON is
             read and dropped.
+        run_in_titles: With ``heading_styles``, give the bold titles that the converter ran
+            into a paragraph heading lines of their own, read from the PDF's bold lines
+            (:mod:`proxypointer.read.runin`), ranked by their type with the other headings.
 
     Raises:
         ConfigError: If an option is out of range.
@@ -298,6 +302,7 @@ class OpenDataLoaderConverter(PDFConverter):
         java: str = "java",
         java_heap_mb: int = 0,
         heading_styles: bool = True,
+        run_in_titles: bool = True,
     ) -> None:
         if table_method not in _TABLE_METHODS:
             raise ConfigError(f"pdf.table_method: expected one of {list(_TABLE_METHODS)}, got {table_method!r}")
@@ -313,6 +318,7 @@ class OpenDataLoaderConverter(PDFConverter):
         self.java = java
         self.java_heap_mb = java_heap_mb
         self.heading_styles = heading_styles
+        self.run_in_titles = run_in_titles and heading_styles
 
     @property
     def version(self) -> str:  # noqa: D102 - documented on the base class
@@ -340,6 +346,8 @@ class OpenDataLoaderConverter(PDFConverter):
         }
         if self.heading_styles:
             opts["heading_styles"] = HEADING_STYLES_RULE
+        if self.run_in_titles:
+            opts["run_in_titles"] = RUN_IN_TITLES_RULE
         opts["entities"] = ENTITIES_RULE
         return tuple(sorted(opts.items()))
 
@@ -448,6 +456,10 @@ class OpenDataLoaderConverter(PDFConverter):
                 reported.add(i)
                 done(i)
 
+        # The PDFs' bold lines are read by pypdf in a thread while the JVM converts them (a
+        # pure-Python reader beside a subprocess: a spare core does it at no wall-clock cost).
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-in-titles") if self.run_in_titles else None
+        bold = [pool.submit(bold_titles, p) for p in paths] if pool is not None else []
         with tempfile.TemporaryDirectory(prefix="proxypointer-pdf-") as tmp:
             in_dir, out_dir = Path(tmp, "in"), Path(tmp, "out")
             in_dir.mkdir()
@@ -470,7 +482,8 @@ class OpenDataLoaderConverter(PDFConverter):
                     if results[i] is None and md.is_file() and (code == 0 or i in created):
                         results[i] = _read_output(md, paths[i])
                         if self.heading_styles and isinstance(results[i], str):
-                            results[i] = _styled(results[i], out_dir / f"{i:05d}.json", paths[i])
+                            results[i] = _styled(results[i], out_dir / f"{i:05d}.json", paths[i],
+                                                 bold[i].result() if bold else None)
                         if isinstance(results[i], str):
                             results[i] = unescape_text(results[i])
                 left = [i for i in pending if results[i] is None]
@@ -493,6 +506,8 @@ class OpenDataLoaderConverter(PDFConverter):
                         paths[current],
                         len(pending),
                     )
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         for i in range(len(paths)):
             finished(i)
         return [r if r is not None else DocumentError(f"{paths[k]}: not converted") for k, r in enumerate(results)]
@@ -629,6 +644,7 @@ def converter_from_config(config: PDFConfig, workers: int | None = None) -> PDFC
         use_struct_tree=config.use_struct_tree,
         java_heap_mb=heap,
         heading_styles=config.heading_styles,
+        run_in_titles=config.run_in_titles,
     )
 
 
@@ -646,6 +662,9 @@ def _pypdf():  # noqa: ANN202 - the module, imported lazily
 #: Version of the heading-style rule (:mod:`proxypointer.tree.headingstyles`), part of the
 #: conversion key: a new rule converts again.
 HEADING_STYLES_RULE = "1"
+
+#: Version of the run-in title rule (:mod:`proxypointer.read.runin`), part of the conversion key.
+RUN_IN_TITLES_RULE = "2"
 
 #: Version of :func:`unescape_text`, part of the conversion key.
 ENTITIES_RULE = "1"
@@ -682,8 +701,13 @@ def unescape_text(markdown: str) -> str:
     return _GT.sub(_gt, _LT.sub("<", _AMP.sub("&", markdown)))
 
 
-def _styled(markdown: str, json_path: Path, pdf: Path) -> str:
-    """Return the markdown with heading levels from their fonts (as it was when the JSON is unusable)."""
+def _styled(markdown: str, json_path: Path, pdf: Path, bold: Mapping[int, Sequence[PageLine]] | None = None) -> str:
+    """Return the markdown with heading levels from their fonts (as it was when the JSON is unusable).
+
+    ``bold``: the PDF's title-like bold lines per page (:func:`proxypointer.read.runin.bold_titles`);
+    given, titles run into paragraphs first get lines of their own
+    (:func:`proxypointer.read.runin.split_run_in_titles`), styled like the converter's headings.
+    """
     try:
         data = json.loads(json_path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError) as err:
@@ -692,7 +716,12 @@ def _styled(markdown: str, json_path: Path, pdf: Path) -> str:
     if not isinstance(data, dict):
         logger.warning("%s: the converter's JSON is not an object; heading levels as written", pdf)
         return markdown
-    text, n = apply_heading_styles(markdown, odl_headings(data), BUILTIN_STYLES["opendataloader"])
+    style = BUILTIN_STYLES["opendataloader"]
+    headings = odl_headings(data)
+    if bold is not None:
+        markdown, titles = split_run_in_titles(markdown, pdf, style, bold)
+        headings = sorted(headings + titles, key=lambda h: h.page)  # stable: reading order within a page
+    text, n = apply_heading_styles(markdown, headings, style)
     logger.debug("%s: %d heading levels written from their fonts", pdf, n)
     return text
 

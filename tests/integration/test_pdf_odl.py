@@ -16,6 +16,7 @@ from pdfdocs import (  # noqa: E402
     HEADER,
     REPORT_PAGES,
     write_encrypted,
+    write_lines,
     write_report,
     write_scanned,
     write_styled,
@@ -141,3 +142,23 @@ def test_headings_set_in_different_type_nest_by_their_type(tmp_path):
     assert "{.styled}" not in plain.markdown
     flat = build_tree(plain.markdown, "handbook", TreeConfig())
     assert max(len(flat.title_path(n.node_id)) for n in flat.nodes) < 3
+
+
+def test_bold_titles_run_into_a_paragraph_become_headings(tmp_path):
+    bold, body = "Helvetica-Bold", "Helvetica"
+    pdf = write_lines(tmp_path / "10k.pdf", [
+        (bold, "PART I"),
+        (body, "Acme Corp makes anvils and rockets for desert customers."),
+        (body, "It sells them in forty countries through its own stores."),
+        (bold, "Item 1. Business"),
+        (bold, "General"),
+        (body, "Acme traces its origins to a forge founded in 1851 in Ohio."),
+        (bold, "Competition"),
+        (body, "Rivals sell cheaper anvils in every market we serve today."),
+    ])
+    tree = build_tree(convert_pdf(pdf).markdown, "10k", TreeConfig(), paged=True)
+    paths = {tuple(tree.title_path(n.node_id)) for n in tree.nodes if n.kind == "heading"}
+    assert ("Item 1. Business", "General") in paths and ("Item 1. Business", "Competition") in paths
+    # without the rule the converter runs the titles into the paragraph about Acme's stores
+    plain = convert_pdf(pdf, OpenDataLoaderConverter(run_in_titles=False)).markdown
+    assert "own stores. Item 1. Business General Acme traces" in plain
