@@ -64,12 +64,14 @@ text
 def test_default_runs_the_rules_on_a_document_with_page_markers():
     headings, _, report = explain_headings(FILING)
     assert report.converter_output == "page markers (opendataloader)"
-    assert report.rules == ("space_headings", "drop_row_headings", "title_lines", "label_lines", "flatten_levels")
+    assert report.rules == ("space_headings", "drop_row_headings", "title_lines", "label_lines", "flatten_levels",
+                            "relevel_filing")
     assert [(h.line, h.title) for h in report.dropped] == [(3, "84"), (20, "4,867,457 $ 133.54")]
     assert [(h.line, h.source) for h in report.promoted] == [(9, "title"), (16, "title")]
-    # flattened: unnumbered -> 2, "Item 8." -> 1, "NOTE 14" -> 1; written levels kept in md_level
+    # flattened: unnumbered -> 2, "Item 8." -> 1; "NOTE 14" one below its item (the filing's
+    # labels); written levels kept in md_level
     assert [(h.title[:13], h.level, h.md_level) for h in headings] == [
-        ("SQUARE, INC. ", 2, 0), ("CONSOLIDATED ", 2, 0), ("Item 8. Finan", 1, 2), ("NOTE 14 - DEB", 1, 3)]
+        ("SQUARE, INC. ", 2, 0), ("CONSOLIDATED ", 2, 0), ("Item 8. Finan", 1, 2), ("NOTE 14 - DEB", 2, 3)]
     tree = build_tree(FILING, "BLOCK_2020_10K")
     # the statement's rows are in the statement's section, not in the auditor's report
     sheet = next(n for n in tree.nodes if n.title.startswith("SQUARE"))
@@ -215,14 +217,14 @@ def test_config_values():
 
 def test_rule_keys_select_the_rules():
     config = TreeConfig(converter_output="on", space_headings=False, drop_row_headings=False, title_lines=False,
-                        label_lines=False)
+                        label_lines=False, relevel_filing=False)
     headings, _, report = explain_headings(FILING, config)
     assert report.rules == ("flatten_levels",) and not report.dropped and not report.promoted
     assert "84" in [h.title for h in headings]
     with_space = explain_headings(FILING, dataclasses.replace(config, space_headings=True))[2]
     assert with_space.rules == ("space_headings", "flatten_levels")
     none = TreeConfig(space_headings=False, drop_row_headings=False, title_lines=False, label_lines=False,
-                      flatten_levels=False)
+                      flatten_levels=False, relevel_filing=False)
     assert explain_headings(FILING, none)[2].converter_output == ""
 
 
@@ -311,7 +313,7 @@ text
 
 
 def test_levels_come_from_numbering_not_from_the_written_levels():
-    tree = build_tree(LABELLED, "doc")
+    tree = build_tree(LABELLED, "doc", TreeConfig(relevel_filing=False))  # flatten_levels alone
     heads = [n for n in tree.nodes if n.kind == "heading"]
     assert [n.title[:12] for n in heads] == [
         "Item 7. Mana", "Item 7A. Qua", "Note 14 - De", "ARTICLE II", "Section 2.05"]

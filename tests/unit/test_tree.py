@@ -672,9 +672,13 @@ def test_relevel_filing_nests_items_under_parts_and_notes_under_the_notes_headin
     assert {n.md_level for n in tree.nodes} == {3, 4, 6}
 
 
-def test_relevel_filing_is_off_by_default_and_needs_a_filing():
+def test_relevel_filing_is_a_converter_rule_on_by_default_and_needs_a_filing():
+    # hand-written markdown keeps its levels: the converter rules do not run on it
     assert [lvl for *_, lvl in [(n.title, n.level) for n in build_tree(FLAT_10K, "doc").nodes]] == [
         3, 3, 3, 3, 3, 3, 3, 3, 6, 6, 3, 4, 3, 6, 6, 6, 3, 3]
+    # converter output is nested from its labels by default
+    levels = {n.title: n.level for n in build_tree(FLAT_10K, "doc", TreeConfig(converter_output="on")).nodes}
+    assert (levels["PART II"], levels["ITEM 7. MANAGEMENT'S DISCUSSION"], levels["NOTE 14 — Debt"]) == (1, 2, 4)
     text = "## Intro\n\n## Item 7 of the list\n\n## Methods\n"  # one label: not a filing
     assert find_headings(text, FILING)[0] == find_headings(text)[0]
 
@@ -790,9 +794,10 @@ def test_filing_labels_give_levels_and_the_rest_is_flattened_below_them():
     assert ("**PART II**", "**ITEM 9A.    CONTROLS AND PROCEDURES**") in paths
     balance = next(p for p in paths if p[-1] == "**Consolidated Balance Sheets**")
     assert balance[:2] == ("**PART II**", "**ITEM 8.    FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA**")
-    # flattening alone (the default) reads the items' numbers through the emphasis: items are
-    # top-level sections, every unnumbered heading one below
-    flat = {n.title: n.level for n in build_tree(EMPHASIS_10K, "doc", TreeConfig(converter_output="on")).nodes}
+    # flattening alone reads the items' numbers through the emphasis: items are top-level
+    # sections, every unnumbered heading one below
+    alone = TreeConfig(converter_output="on", relevel_filing=False)
+    flat = {n.title: n.level for n in build_tree(EMPHASIS_10K, "doc", alone).nodes}
     assert flat["**ITEM 1.    BUSINESS**"] == 1 and flat["**_Customers_**"] == 2
 
 
