@@ -158,7 +158,9 @@ def test_bold_titles_run_into_a_paragraph_become_headings(tmp_path):
     ])
     tree = build_tree(convert_pdf(pdf).markdown, "10k", TreeConfig(), paged=True)
     paths = {tuple(tree.title_path(n.node_id)) for n in tree.nodes if n.kind == "heading"}
-    assert ("Item 1. Business", "General") in paths and ("Item 1. Business", "Competition") in paths
+    # a filing: the default nests Part > Item > the item's run-in titles
+    assert ("PART I", "Item 1. Business", "General") in paths
+    assert ("PART I", "Item 1. Business", "Competition") in paths
     # without the rule the converter runs the titles into the paragraph about Acme's stores
     plain = convert_pdf(pdf, OpenDataLoaderConverter(run_in_titles=False)).markdown
     assert "own stores. Item 1. Business General Acme traces" in plain

@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from proxypointer.config import TreeConfig
 from proxypointer.lines import normalise_text, split_lines
 from proxypointer.tree.build import build_tree, explain_headings
+from proxypointer.tree.headings import FILING_MIN_LABELS
 from proxypointer.tree.markdown import parse_blocks
-from proxypointer.tree.titles import is_row_or_furniture, is_title_line, numbering_depth, statement_kind
+from proxypointer.tree.titles import filing_label, is_row_or_furniture, is_title_line, numbering_depth, statement_kind
 
 from .invariants import check_tree_invariants
 from .strategies import MATH_MARK, converter_documents, heading_documents, markdown_documents
@@ -111,7 +112,7 @@ def test_display_math_never_makes_a_heading(text):
 def test_converter_rules_on_converter_like_documents(text):
     check_tree_invariants(text, syntax=False)
     check_tree_invariants(text, ALL_MODES, syntax=False)
-    headings, _, report = explain_headings(text, TreeConfig(converter_output="on"))
+    headings, _, report = explain_headings(text, TreeConfig(converter_output="on", relevel_filing=False))
     lines = split_lines(text)
     paragraphs = {t.map[0] + 1 for t in parse_blocks(text) if t.type == "paragraph_open" and t.level == 0 and t.map
                   and t.map[1] - t.map[0] == 1}
@@ -128,3 +129,12 @@ def test_converter_rules_on_converter_like_documents(text):
             opened = h if h.level == 2 and statement_kind(h.title) else None
         else:
             assert opened is not None, h
+    # the default re-levels a filing from its labels: a part is a top heading, an item is never
+    # deeper than 2, and no level passes 6
+    filed, _, _ = explain_headings(text, TreeConfig(converter_output="on"))
+    assert all(1 <= h.level <= 6 for h in filed)
+    labels = [(filing_label(h.title) or ("", ""))[0] for h in filed]
+    if sum(1 for k in labels if k in ("part", "item", "note")) >= FILING_MIN_LABELS:
+        for h, kind in zip(filed, labels, strict=True):
+            assert kind != "part" or h.level == 1, h
+            assert kind != "item" or h.level <= 2, h
