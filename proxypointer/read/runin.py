@@ -183,7 +183,7 @@ def _split(text: str, titles: Sequence[PageLine]) -> list[str | PageLine]:
 
 
 def _reader(pdf: str | Path) -> Any:
-    """pypdf's reader of a PDF, or None when it cannot read it (logged at DEBUG)."""
+    """Open PDF with pypdf; None when it cannot be read (logged at DEBUG)."""
     try:
         import pypdf
 
@@ -197,7 +197,7 @@ def _reader(pdf: str | Path) -> Any:
 
 
 def _page_titles(reader: Any, page: int, pdf: str | Path) -> list[PageLine]:
-    """The title-like bold lines of a 1-based page, longest first (none when pypdf fails on it)."""
+    """Return the title-like bold lines of a 1-based page, longest first (none when pypdf fails on it)."""
     try:
         read = page_lines(reader.pages[page - 1]) if 0 < page <= len(reader.pages) else []
     except Exception as err:  # noqa: BLE001 - a damaged content stream: this page splits nothing

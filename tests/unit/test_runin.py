@@ -33,7 +33,8 @@ PAGE = [
 #: The converter's markdown of PAGE: lines run together into paragraphs, titles and all.
 MARKDOWN = """<!-- page 1 -->
 
-PART I Acme Corp makes anvils and rockets for desert customers. It sells them in forty countries through its own stores. Item 1. Business General
+PART I Acme Corp makes anvils and rockets for desert customers. \
+It sells them in forty countries through its own stores. Item 1. Business General
 
 Acme traces its origins to a forge founded in 1851 in Ohio.
 
@@ -84,7 +85,8 @@ def test_titles_inside_a_paragraph_are_cut_out_where_sentences_end(tmp_path):
         "own stores.", "", "###### Item 1. Business", "", "###### General", "",
         "Acme traces its origins to a forge founded in 1851 in Ohio."]
     # the same words inside a sentence are no title
-    inside = merged.replace("own stores. Item 1. Business General Acme", "own stores under Item 1. Business General Acme")
+    inside = merged.replace("own stores. Item 1. Business General Acme",
+                            "own stores under Item 1. Business General Acme")
     assert split_run_in_titles(inside, pdf) == (inside, [])
 
 
