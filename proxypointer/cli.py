@@ -617,7 +617,11 @@ def _print_tree(f: str, tree, pages, page_span, fmt: str) -> None:  # noqa: ANN0
     else:
         from .tree.check import tree_outline
 
-        if pages is None:
+        if not tree.nodes:
+            counts = f"{tree.line_count} lines" + (f", {pages.page_count} pages" if pages is not None else "")
+            print(f"{f} ({counts})")
+            print("no headings: the document is indexed in sliding windows of lines")
+        elif pages is None:
             print(f"{f} ({tree.line_count} lines)")
             print(tree_outline(tree))
         else:

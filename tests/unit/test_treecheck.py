@@ -156,6 +156,15 @@ def test_cli_check_headingless_sample_exits_0(capsys):
     assert out[-1] == f"{sample}: ok (0 nodes)"
 
 
+def test_cli_tree_of_a_document_without_headings_says_so(tmp_path, capsys):
+    paged = tmp_path / "paged.md"  # page markers and no heading: the outline printer once crashed
+    paged.write_text("<!-- page 1 -->\nsome notes\n<!-- page 2 -->\nmore notes\n", encoding="utf-8")
+    for doc in (paged, ROOT / "data" / "site-visit-notes.md"):
+        assert main(["tree", str(doc)]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith(f"{doc} (") and out[1].startswith("no headings: ")
+
+
 def test_cli_check_warnings_exit_1_with_one_location_each(tmp_path, capsys):
     doc = tmp_path / "flat.md"
     doc.write_text("## 3 A\nx\n## 3.1 B\nx\n## 3.2 C\nx\n## 4 D\nx\n## 4 D\ny\n", encoding="utf-8")
