@@ -164,3 +164,22 @@ def test_bold_titles_run_into_a_paragraph_become_headings(tmp_path):
     # without the rule the converter runs the titles into the paragraph about Acme's stores
     plain = convert_pdf(pdf, OpenDataLoaderConverter(run_in_titles=False)).markdown
     assert "own stores. Item 1. Business General Acme traces" in plain
+
+
+def test_pypdf_warnings_about_a_damaged_file_stay_off_the_command_line(tmp_path, caplog):
+    import logging
+    import re
+
+    pdf = write_lines(tmp_path / "memo.pdf", [("Helvetica", "Acme Corp makes anvils for desert customers.")])
+    data = pdf.read_bytes()
+    at = re.search(rb"startxref\s+(\d+)", data)
+    pdf.write_bytes(data[: at.start(1)] + str(int(at.group(1)) + 7).encode() + data[at.end(1) :])  # pypdf warns
+    try:
+        with caplog.at_level(logging.WARNING):
+            main(["convert", str(pdf), "-o", str(tmp_path / "memo.md")])
+        assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+        with caplog.at_level(logging.WARNING):
+            main(["-v", "convert", str(pdf), "-o", str(tmp_path / "memo2.md")])
+        assert [r for r in caplog.records if r.name.startswith("pypdf")]  # -v shows them
+    finally:
+        logging.getLogger("pypdf").setLevel(logging.NOTSET)
