@@ -207,7 +207,9 @@ def _rules_note(report: HeadingReport) -> TreeWarning:
     if "drop_row_headings" in report.rules:
         done.append(f"{len(report.dropped)} heading(s) dropped as table rows or page furniture")
     if "title_lines" in report.rules:
-        first = f" (first: line {report.promoted[0].line}, {report.promoted[0].title!r})" if report.promoted else ""
+        first = ""
+        if report.promoted:
+            first = f" (first: line {report.promoted[0].line}, {_shown_title(report.promoted[0].title)!r})"
         done.append(f"{len(report.promoted)} title line(s) made headings{first}")
     if "flatten_levels" in report.rules:
         done.append("levels taken from numbering only (a financial statement keeps its table's pieces as children)")
@@ -370,7 +372,7 @@ def _dominant_findings(tree: DocumentTree, lines: list[str], total_chars: int) -
             if own > DOMINANT_SHARE * total_chars:
                 found.append(TreeWarning(
                     "dominant-node", n.start_line,
-                    f"node {n.title!r} holds {own * 100 // total_chars}% of the text in its own "
+                    f"node {_shown_title(n.title)!r} holds {own * 100 // total_chars}% of the text in its own "
                     "body; headings may be missing (bold or numbered lines?), try --bold-headings "
                     "or --numbered-headings (tree.bold_headings, tree.numbered_headings)",
                 ))
@@ -385,7 +387,8 @@ def _row_findings(headings: list[Node]) -> list[TreeWarning]:
         found.append(TreeWarning(
             "row-headings", rows[0].start_line,
             f"{len(rows)} heading(s) read like table rows or page furniture (first: "
-            f"{rows[0].title!r}); try --converter-output on (tree.converter_output, tree.drop_row_headings)",
+            f"{_shown_title(rows[0].title)!r}); try --converter-output on "
+            "(tree.converter_output, tree.drop_row_headings)",
         ))
     return found
 
@@ -399,7 +402,7 @@ def _heading_findings(tree: DocumentTree, headings: list[Node]) -> list[TreeWarn
         if n.title.startswith(MATH_OPENERS):
             found.append(TreeWarning(
                 "math-heading", n.start_line,
-                f"heading {n.title!r} starts like display math: an equation read as a heading "
+                f"heading {_shown_title(n.title)!r} starts like display math: an equation read as a heading "
                 "(a '=' or '-' line under it?); close the equation on its own line and keep blank "
                 "lines out of it",
             ))
@@ -408,7 +411,7 @@ def _heading_findings(tree: DocumentTree, headings: list[Node]) -> list[TreeWarn
         ):
             found.append(TreeWarning(
                 "sentence-heading", n.start_line,
-                f"heading {n.title!r} reads like a sentence; the converter may have promoted "
+                f"heading {_shown_title(n.title)!r} reads like a sentence; the converter may have promoted "
                 "body text to a heading",
             ))
         path = tree.title_path(n.node_id)
@@ -433,7 +436,7 @@ def _long_section_findings(
         if size > max_section_tokens:
             found.append(TreeWarning(
                 "long-section", n.start_line,
-                f"section {n.title!r} has {size} tokens of own text (> {max_section_tokens}); "
+                f"section {_shown_title(n.title)!r} has {size} tokens of own text (> {max_section_tokens}); "
                 "check for missed headings",
             ))
     return found

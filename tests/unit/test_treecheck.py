@@ -294,3 +294,12 @@ def test_converter_output_gets_its_no_break_space_headings_repaired():
     assert [n.title for n in off.nodes if n.kind == "heading"] == ["Manual"]
     plain = text.replace("<!-- page 1 -->\n", "").replace("<!-- page 2 -->\n", "")
     assert [n.title for n in build_tree(plain, "manual").nodes if n.kind == "heading"] == ["Manual"]
+
+
+def test_check_warnings_cut_a_huge_title_too(tmp_path, capsys):
+    doc = tmp_path / "huge.md"
+    title = "Word " * 3_000  # a heading that reads like a sentence and is 15,000 characters long
+    doc.write_text(f"# Intro\ntext\n## {title}is what we said.\ntext\n", encoding="utf-8")
+    main(["tree", "--check", str(doc)])
+    out = capsys.readouterr().out
+    assert out and all(len(line) < 600 for line in out.splitlines())
