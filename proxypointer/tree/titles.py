@@ -329,16 +329,19 @@ _SENTENCE_GOES_ON = re.compile(r"\b[a-z]{2,}")
 _PARENTHESES = re.compile(r"\([^()]*\)")
 # A table-of-contents line: text, then a page number (1-999) that no kind word labels.
 _TOC_FOLIO = re.compile(r"\D\s+\d{1,3}$")
+_BARE_LABEL = re.compile(r"^(?:part|item|note|chapter|section|article|schedule|exhibit)\s+\d{1,3}$", re.IGNORECASE)
 
 
 def ends_in_folio(text: str) -> bool:
     """Tell whether text ends like a line of a table of contents: words, then a page number (1-999).
 
+    A label and its number alone ("Note 14", "ITEM 7") end in no page number.
+
     Example:
         >>> ends_in_folio("Item 7. Management's Discussion 29"), ends_in_folio("Note 14")
         (True, False)
     """
-    return bool(_TOC_FOLIO.search(text))
+    return bool(_TOC_FOLIO.search(text)) and not _BARE_LABEL.match(text.strip())
 # A financial statement's title ("NIKE, Inc. Consolidated Statements of Income", "Consolidated
 # Balance Sheets"), and a heading numbered like a note without the word ("14. Debt").
 _FILING_STATEMENTS = re.compile(

@@ -9,7 +9,7 @@ pytest.importorskip("pypdf")
 
 from pdfdocs import write_lines  # noqa: E402
 
-from proxypointer.read.runin import page_lines, split_run_in_titles  # noqa: E402
+from proxypointer.read.runin import PageLine, page_lines, split_run_in_titles  # noqa: E402
 from proxypointer.tree.build import build_tree  # noqa: E402
 from proxypointer.tree.headingstyles import HeadingStyle, apply_heading_styles  # noqa: E402
 
@@ -106,3 +106,103 @@ def test_nothing_is_split_without_a_bold_line_or_a_readable_pdf(tmp_path):
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4 not really")
     assert split_run_in_titles(MARKDOWN, broken) == (MARKDOWN, [])
+
+
+#: A page of notes that the converter wrote as one-item lists ("6." read as a list marker).
+NOTES_PAGE = [
+    (BOLD, "6. Commitments and Contingencies"),
+    (BODY, "The Company had streaming content obligations of ten billion dollars."),
+    (BOLD, "7. Income Taxes"),
+    (BODY, "The following table summarizes the provision for income taxes:"),
+    (BOLD, "16"),
+    (BOLD, "TOTAL $ 5,256 $ 4,249"),
+]
+NOTES_MARKDOWN = """<!-- page 1 -->
+
+- 6. Commitments and Contingencies
+
+The Company had streaming content obligations of ten billion dollars.
+
+- 7. Income Taxes The following table summarizes the provision for income taxes:
+
+Federal 120 110
+
+- 16
+
+Certifications
+
+- TOTAL $ 5,256 $ 4,249
+
+Signatures
+
+- 1. I have reviewed this Annual Report on Form 10-K of Acme Corp.
+"""
+
+
+def test_a_one_item_list_that_opens_with_a_bold_title_is_a_heading(tmp_path):
+    pdf = write_lines(tmp_path / "notes.pdf", NOTES_PAGE)
+    text, titles = split_run_in_titles(NOTES_MARKDOWN, pdf)
+    assert [t.text for t in titles] == ["6. Commitments and Contingencies", "7. Income Taxes"]
+    lines = text.splitlines()
+    assert "###### 6. Commitments and Contingencies" in lines
+    i = lines.index("###### 7. Income Taxes")
+    assert lines[i + 2] == "The following table summarizes the provision for income taxes:"
+    # a page number set in bold, and an item in plain type, stay list items
+    assert "- 16" in lines and "- TOTAL $ 5,256 $ 4,249" in lines
+    assert "- 1. I have reviewed this Annual Report on Form 10-K of Acme Corp." in lines
+    tree = build_tree(apply_heading_styles(text, titles)[0], "notes", paged=True)
+    assert [n.title for n in tree.nodes if n.kind == "heading"] == [
+        "6. Commitments and Contingencies", "7. Income Taxes"]
+    # a loose list's item is set apart too (the footnotes above it are a tight list: kept)
+    loose = ("<!-- page 1 -->\n\n- (1) Includes leases of ten stores.\n- (2) Net of returns.\n\n\n"
+             "- 7. Income Taxes The following table summarizes the provision for income taxes:\n")
+    text, titles = split_run_in_titles(loose, pdf)
+    assert [t.text for t in titles] == ["7. Income Taxes"]
+    assert text.splitlines()[2:4] == ["- (1) Includes leases of ten stores.", "- (2) Net of returns."]
+
+
+def test_a_paragraph_of_bold_titles_is_cut_into_headings(tmp_path):
+    pdf = write_lines(tmp_path / "notes.pdf", [
+        (BOLD, "1. Significant Accounting Policies"),
+        (BOLD, "Description of Business"),
+        (BODY, "Acme Corp makes anvils and rockets for desert customers."),
+    ])
+    merged = ("<!-- page 1 -->\n\n1. Significant Accounting Policies Description of Business\n\n"
+              "Acme Corp makes anvils.\n")
+    text, titles = split_run_in_titles(merged, pdf)
+    assert [t.text for t in titles] == ["1. Significant Accounting Policies", "Description of Business"]
+    assert text.splitlines()[2:5] == ["###### 1. Significant Accounting Policies", "", "###### Description of Business"]
+    # one title alone on its line is left to the tree's title-line rule
+    alone = "<!-- page 1 -->\n\nDescription of Business\n\nAcme Corp makes anvils.\n"
+    assert split_run_in_titles(alone, pdf) == (alone, [])
+    # a table's header set in bold is titles and nothing else, but no label or number opens it
+    header = write_lines(tmp_path / "table.pdf", [(BOLD, "Gross Carrying Amount"), (BOLD, "Accumulated Amortization"),
+                                                   (BODY, "Patents 1,200 300")])
+    row = "<!-- page 1 -->\n\nGross Carrying Amount Accumulated Amortization\n\nPatents 1,200 300\n"
+    assert split_run_in_titles(row, header) == (row, [])
+
+
+def test_a_title_that_pypdf_reads_with_a_space_inside_a_word_is_still_found(tmp_path):
+    # pypdf reads "RE GISTERED" where the glyphs of the word are set apart; the converter wrote it whole
+    read = [PageLine("REPORT OF INDEPENDENT RE GISTERED PUBLIC ACCOUNTING FIRM", True, HeadingStyle(9.0, True, False))]
+    merged = ("<!-- page 1 -->\n\nREPORT OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM To the Stockholders and the "
+              "Board of Directors of Square, Inc. We have audited the accompanying balance sheets.\n")
+    text, titles = split_run_in_titles(merged, tmp_path / "unread.pdf", titles={1: read})
+    assert [t.text for t in titles] == ["REPORT OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM"]
+    assert text.splitlines()[2:5] == ["###### REPORT OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM", "",
+                                      "To the Stockholders and the Board of Directors of Square, Inc. We have audited "
+                                      "the accompanying balance sheets."]
+    # but a title is never found inside a longer word
+    longer = merged.replace("ACCOUNTING FIRM To", "ACCOUNTING FIRMS To")
+    assert split_run_in_titles(longer, tmp_path / "unread.pdf", titles={1: read}) == (longer, [])
+
+
+def test_a_bold_table_row_run_into_prose_is_no_title(tmp_path):
+    pdf = write_lines(tmp_path / "table.pdf", [
+        (BOLD, "Total intangible assets 2,160 660 1,500"),
+        (BOLD, "June 30, 2022"),
+        (BODY, "Amortization expense was ten million dollars in the year."),
+    ])
+    for row in ("Total intangible assets 2,160 660 1,500", "June 30, 2022"):
+        merged = f"<!-- page 1 -->\n\n{row} Amortization expense was ten million dollars in the year.\n"
+        assert split_run_in_titles(merged, pdf) == (merged, [])

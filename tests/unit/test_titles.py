@@ -11,8 +11,10 @@ from proxypointer.config import DEFAULT_NOISE_TITLES, ChunkingConfig
 from proxypointer.embed.tokenizer import load_tokenizer
 from proxypointer.read.readers import read_document
 from proxypointer.tree.build import build_tree, find_headings
+from proxypointer.tree.headings import label_title
 from proxypointer.tree.titles import (
     arabic_to_roman,
+    ends_in_folio,
     filing_label,
     heading_title,
     html_title,
@@ -338,3 +340,16 @@ def test_statement_kind_leaves_titles_that_only_mention_a_statement(title):
 def test_a_heading_may_give_its_statements_period_in_lower_case_a_line_of_text_may_not(title, kind):
     assert statement_kind(title, heading=True) == kind
     assert statement_kind(title) is None  # as a line of text it may be a sentence
+
+
+@pytest.mark.parametrize(("line", "folio"), [
+    ("Item 7. Management's Discussion and Analysis 29", True),
+    ("ARTICLE XI - SIGNATURE/AUTHENTICATION 40", True),
+    ("Note 14", False),  # a label and its number: a title ("NOTE 14" over "Debt"), no contents line
+    ("ITEM 7", False),
+    ("Item 1A", False),
+])
+def test_ends_in_folio_tells_contents_lines_from_bare_labels(line, folio):
+    assert ends_in_folio(line) is folio
+    if not folio:
+        assert label_title(line) == line
