@@ -299,6 +299,10 @@ def contains_words(short: tuple[str, ...], long: tuple[str, ...], start: int = 0
     return any(long[i : i + n] == short for i in range(start, len(long) - n + 1))
 
 
+#: A page label opening a title ("A-1 - ", "F-3: "), set off by a dash or a colon.
+_PAGE_LABEL = re.compile(r"^\s*[A-Z]{1,2}-\d{1,3}\s*[-–—:]\s+(?=\S)")
+
+
 def title_match(a: str, b: str) -> bool:
     """Tell whether two titles name the same section.
 
@@ -311,6 +315,10 @@ def title_match(a: str, b: str) -> bool:
     Inc. Consolidated Balance Sheets``); else, when neither is labelled, their difflib ratio is
     at least :data:`TITLE_MATCH_MIN_RATIO`.
 
+    A page label that opens a title and is set off by a dash or a colon (``A-1 -
+    Condensed Consolidated Statement of Income``: PepsiCo's bookmarks name the exhibit page
+    first; ``F-3: Consolidated Balance Sheets``) is left out first.
+
     Args:
         a: A title as written.
         b: Another.
@@ -318,6 +326,7 @@ def title_match(a: str, b: str) -> bool:
     Returns:
         True when they match.
     """
+    a, b = _PAGE_LABEL.sub("", a, count=1), _PAGE_LABEL.sub("", b, count=1)
     ka, kb = match_key(a), match_key(b)
     if not ka or not kb:
         return False

@@ -71,6 +71,11 @@ def test_a_malformed_gold_entry_is_refused_naming_the_file(tmp_path, entry):
     ("Consolidated Balance Sheets", "NIKE, Inc. Consolidated Balance Sheets", True),
     ("Competition", "Compensation", False),
     ("Results of Operations", "Results of Operation", True),
+    # a bookmark that names the page's exhibit label first ("A-1", "F-3"): the label is no title
+    ("A-1 - Condensed Consolidated Statement of Income",
+     "Condensed Consolidated Statement of Income (in millions except per share amounts, unaudited)", True),
+    ("F-3: Consolidated Balance Sheets", "Consolidated Balance Sheets", True),
+    ("A-1 - Condensed Consolidated Statement of Income", "A-2 - Supplemental Financial Information", False),
 ])
 def test_title_match(a, b, same):
     assert title_match(a, b) is same
