@@ -181,5 +181,6 @@ def test_pypdf_warnings_about_a_damaged_file_stay_off_the_command_line(tmp_path,
         with caplog.at_level(logging.WARNING):
             main(["-v", "convert", str(pdf), "-o", str(tmp_path / "memo2.md")])
         assert [r for r in caplog.records if r.name.startswith("pypdf")]  # -v shows them
-    finally:
+    finally:  # -v set these loggers' levels for the process
         logging.getLogger("pypdf").setLevel(logging.NOTSET)
+        logging.getLogger("proxypointer").setLevel(logging.NOTSET)
