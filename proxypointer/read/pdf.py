@@ -664,7 +664,7 @@ def _pypdf():  # noqa: ANN202 - the module, imported lazily
 HEADING_STYLES_RULE = "1"
 
 #: Version of the run-in title rule (:mod:`proxypointer.read.runin`), part of the conversion key.
-RUN_IN_TITLES_RULE = "5"
+RUN_IN_TITLES_RULE = "7"
 
 #: Version of :func:`unescape_text`, part of the conversion key.
 ENTITIES_RULE = "1"

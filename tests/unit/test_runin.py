@@ -206,3 +206,30 @@ def test_a_bold_table_row_run_into_prose_is_no_title(tmp_path):
     for row in ("Total intangible assets 2,160 660 1,500", "June 30, 2022"):
         merged = f"<!-- page 1 -->\n\n{row} Amortization expense was ten million dollars in the year.\n"
         assert split_run_in_titles(merged, pdf) == (merged, [])
+
+
+def test_a_converter_heading_that_swallowed_the_next_title_or_its_first_sentence_is_cut(tmp_path):
+    pdf = write_lines(tmp_path / "notes.pdf", [
+        (BOLD, "Note 1. Description of Business and Summary of Significant Accounting Policies"),
+        (BOLD, "Description of Business"),
+        (BODY, "Acme Corp makes anvils and rockets for desert customers."),
+        (BOLD, "Cost of Services"),
+        (BODY, "Cost of services increased during the year primarily due to:"),
+    ])
+    merged = ("<!-- page 1 -->\n\n## Note 1. Description of Business and Summary of Significant Accounting Policies "
+              "Description of Business\n\nAcme Corp makes anvils.\n\n"
+              "## Cost of Services Cost of services increased during the year primarily due to:\n")
+    text, titles = split_run_in_titles(merged, pdf)
+    assert text.splitlines()[2:5] == [
+        "## Note 1. Description of Business and Summary of Significant Accounting Policies", "",
+        "###### Description of Business"]
+    # the heading keeps its '#'s and its first title; its first sentence becomes a paragraph
+    assert text.splitlines()[-3:] == [
+        "## Cost of Services", "", "Cost of services increased during the year primarily due to:"]
+    assert [t.text for t in titles] == ["Description of Business"]  # the converter styles its own heading
+    # a heading that does not open with a bold title of its page is left as it was
+    other = "<!-- page 1 -->\n\n## Overview Description of Business\n"
+    assert split_run_in_titles(other, pdf) == (other, [])
+    inside = ("<!-- page 1 -->\n\n## Our results were good. Cost of Services Cost of services increased during the "
+              "year primarily due to:\n")
+    assert split_run_in_titles(inside, pdf) == (inside, [])
