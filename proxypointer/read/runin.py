@@ -4,8 +4,7 @@ opendataloader-pdf joins a heading set in the body's size to the paragraph it op
 one before it. Corning's 2022 10-K, page 2, becomes the one paragraph "PART I Corning
 Incorporated and its consolidated subsidiaries ... elsewhere in this report. Item 1. Business
 General", though the page sets "PART I", "Item 1. Business" and "General" in bold, each on a
-line of its own; Verizon's MD&A reads "Cost of Services Cost of services increased during
-2022 ...". The converter's JSON keeps one font per paragraph, so the titles are read again from
+line of its own. The converter's JSON keeps one font per paragraph, so the titles are read again from
 the PDF: pypdf's text of a page, run by run with each run's font (:func:`page_lines`), gives
 the page's lines and whether each is set in bold.
 
@@ -28,10 +27,13 @@ A one-line list item set apart by blank lines (a lone item, or one of a loose li
 of a tight list's consecutive lines) is read the same way: the converter takes a note's number
 for a list marker (Netflix's "- 6. Commitments and Contingencies", "- 9. Accumulated Other
 Comprehensive (Loss) Income The following table summarizes ..."), and an item that is a title
-and nothing else becomes a heading. A paragraph of bold titles and
-nothing else is cut into them when the first is a part, item or note label or a number (CVS's
-"1. Significant Accounting Policies Description of Business"; a table's header set in bold,
-"Gross Carrying Amount Accumulated Amortization", stays a paragraph).
+and nothing else becomes a heading. A paragraph of bold titles and nothing else is cut into
+them when the first is a part, item or note label or a number (CVS's "1. Significant
+Accounting Policies Description of Business"; a table's header set in bold, "Gross Carrying
+Amount Accumulated Amortization", stays a paragraph). A year counts as a figure, so a sentence
+full of years ("Cost of Services Cost of services increased during 2022 compared to 2021")
+keeps its title (reading years as words raised tree recall and cost retrieval on dev and check;
+docs/evaluation.md).
 
 A heading line of the converter that opens with a bold title of its page and goes on with
 prose, or with more titles after a label or number (Verizon's "Note 1. Description of
