@@ -661,7 +661,7 @@ def _pypdf():  # noqa: ANN202 - the module, imported lazily
 
 #: Version of the heading-style rule (:mod:`proxypointer.tree.headingstyles`), part of the
 #: conversion key: a new rule converts again.
-HEADING_STYLES_RULE = "1"
+HEADING_STYLES_RULE = "2"
 
 #: Version of the run-in title rule (:mod:`proxypointer.read.runin`), part of the conversion key.
 RUN_IN_TITLES_RULE = "7"

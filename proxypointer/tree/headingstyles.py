@@ -54,10 +54,13 @@ logger = logging.getLogger(__name__)
 #: Font sizes are compared in steps of this many points: 9.94 pt and 10 pt are one size (a
 #: converter reports sizes from the text matrix, with rounding noise of a few hundredths).
 STYLE_SIZE_STEP = 0.5
-#: Words in a font's name that mean a bold or an italic face (``TimesNewRoman,BoldItalic``,
-#: ``Arial-BoldMT``, ``HelveticaNeueLTStd-BdCn``, ``OpenSans-SemiboldItalic``).
-_BOLD = re.compile(r"bold|black|heavy|demi|semibold|-bd|,bd", re.IGNORECASE)
+#: Words in the style part of a font's name that mean a bold or an italic face
+#: (``TimesNewRoman,BoldItalic``, ``Arial-BoldMT``, ``HelveticaNeueLTStd-BdCn``,
+#: ``OpenSans-SemiboldItalic``, ``ArialBlack``).
+_BOLD = re.compile(r"bold|black|heavy|demi|-bd|,bd", re.IGNORECASE)
 _ITALIC = re.compile(r"italic|oblique|-it\b|,it\b", re.IGNORECASE)
+#: The subset tag a PDF puts before an embedded font's name (``ABCDEF+``, ISO 32000-1 9.6.4).
+_SUBSET_TAG = re.compile(r"^[A-Z]{6}\+")
 _WORD = re.compile(r"[^a-z0-9]+")
 #: Characters of two titles' normalised text that must agree for a markdown heading to be the
 #: converter's JSON heading (the JSON holds the same text; a heading run into the next line's
@@ -99,8 +102,9 @@ def font_style(font: str, size: float) -> HeadingStyle:
     """Return the style of text in ``font`` at ``size`` points.
 
     Args:
-        font: Font name as the PDF names it (``TimesNewRoman,BoldItalic``); the family is
-            ignored, so two embedded copies of one face count as one style.
+        font: Font name as the PDF names it (``TimesNewRoman,BoldItalic``); the family and a
+            subset tag (``ABCDEF+``) are ignored, so two embedded copies of one face count as
+            one style and a family named ``Blackstone`` is not bold.
         size: Size in points (>= 0).
 
     Returns:
@@ -110,8 +114,28 @@ def font_style(font: str, size: float) -> HeadingStyle:
         >>> font_style("Arial-BoldItalicMT", 9.96)
         HeadingStyle(size=10.0, bold=True, italic=True)
     """
-    return HeadingStyle(round(size / STYLE_SIZE_STEP) * STYLE_SIZE_STEP, bool(_BOLD.search(font)),
-                        bool(_ITALIC.search(font)))
+    style = _style_part(font)
+    return HeadingStyle(round(size / STYLE_SIZE_STEP) * STYLE_SIZE_STEP, bool(_BOLD.search(style)),
+                        bool(_ITALIC.search(style)))
+
+
+def _style_part(font: str) -> str:
+    """Return the part of a font name that names its weight and slant, not its family.
+
+    PostScript names set the style off with ``-`` (``Arial-BoldMT``) and TrueType names with
+    ``,`` (``Arial,Bold``): the style part starts there. A name without either
+    (``ArialBlack``) is read whole except its first letter, so that a family whose name
+    starts with a weight word (``Blackstone-Regular``, ``Heavyweight``) is not bold.
+
+    Examples:
+        >>> _style_part("ABCDEF+Blackstone-Regular")
+        '-Regular'
+        >>> _style_part("ArialBlack")
+        'rialBlack'
+    """
+    name = _SUBSET_TAG.sub("", font.lstrip("/"))  # pypdf keeps the name object's "/"
+    cut = min((i for i in (name.find("-"), name.find(",")) if i >= 0), default=-1)
+    return name[cut:] if cut >= 0 else name[1:]
 
 
 def odl_headings(data: Mapping[str, Any]) -> list[StyledHeading]:

@@ -28,6 +28,12 @@ def test_font_style_reads_weight_and_slant_from_the_font_name_whatever_the_famil
     assert font_style("AmplitudeTF-Regular", 12.0) == HeadingStyle(12.0, False, False)
     # two embedded copies of one face are one style
     assert font_style("TimesNewRoman,Bold", 10.0) == font_style("ABCDEF+TimesNewRomanPS-BoldMT", 10.0)
+    # a family whose name starts with a weight word is not bold; its style part decides
+    assert not font_style("Blackstone-Regular", 10.0).bold
+    assert not font_style("/QWERTY+Blackstone", 10.0).bold  # pypdf's name, subset tag and all
+    assert not font_style("HeavyDataSans,Italic", 10.0).bold
+    assert font_style("Blackstone-Bold", 10.0).bold and font_style("ArialBlack", 10.0).bold
+    assert font_style("/Frutiger-Black", 10.0).bold
 
 
 def test_larger_type_ranks_first_then_the_style_with_fewer_headings():
