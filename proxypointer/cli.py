@@ -392,15 +392,17 @@ def _retriever(args: argparse.Namespace):
 
     The store is never created here (``Retriever.require_store`` raises StoreNotFoundError).
     """
+    from .docids import escaped
     from .errors import ConfigError
     from .retrieve.retriever import Retriever, check_query
 
+    if not args.question.strip():
+        raise ConfigError("question: empty; give a question or keywords, e.g. proxypointer query 'notice period'")
     try:
         check_query(args.question)
-    except ConfigError as err:
-        raise ConfigError(
-            "question: empty; give a question or keywords, e.g. proxypointer query 'notice period'"
-        ) from err
+    except ConfigError as err:  # bytes that are not UTF-8 reach argv as lone surrogates
+        raise ConfigError(f"question: {escaped(args.question)[:80]!r} is not valid UTF-8 text; "
+                          "give it in UTF-8") from err
     retriever = Retriever(_index(args, one_query=True))
     retriever.require_store()
     if args.doc:

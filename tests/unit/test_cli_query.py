@@ -52,6 +52,16 @@ def test_an_empty_question_is_refused(cli, capsys, store, command, question):
     assert out == "" and err.startswith("error: question: empty; give a question or keywords")
 
 
+@pytest.mark.parametrize("command", ["query", "ask"])
+def test_a_question_that_is_not_utf8_is_refused_as_such(cli, capsys, store, command):
+    # bytes that are not UTF-8 reach argv as lone surrogates (Python's surrogateescape)
+    question = b"pu\xed\xa0\x80mp".decode("utf-8", "surrogateescape")
+    assert cli([command, question, "--store", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "is not valid UTF-8 text" in err and "empty" not in err
+    assert err.count("\n") == 1
+
+
 def test_doc_accepts_the_citation_form(cli, capsys, store):
     assert cli(["query", "How is parental leave paid?", "--doc", "employee-handbook.md", "--json",
                 "--store", str(store)]) == 0
