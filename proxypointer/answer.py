@@ -33,6 +33,7 @@ from .errors import ConfigError, LLMError, MissingDependencyError
 from .retrieve.context import Assembler, ContextBlock
 from .retrieve.conversation import Turn, contextual_query
 from .retrieve.delivery import format_outline
+from .tree.check import shown_title
 
 if TYPE_CHECKING:
     from .retrieve.retriever import Retriever, Section
@@ -199,14 +200,17 @@ def _short(text: str, limit: int = 200) -> str:
 def format_block(number: int, block: ContextBlock) -> str:
     """One prompt block: ``[n] <citation> | <breadcrumb>``, the delivered lines' text, then its outline.
 
-    The text is the exact stored lines, except that inline ``data:...;base64`` payloads are
+    A title of the breadcrumb is cut like the outline's
+    (:func:`~proxypointer.tree.check.shown_title`: a paragraph taken for a heading is in the
+    text already). The text is the exact stored lines, except that inline ``data:...;base64`` payloads are
     shown as a short placeholder (``[image: alt]``, shared case 31): the model cannot read them
     and they would fill its context. A section delivered without its subsections (a big one,
     ``retrieval.subtree_cap_tokens``) is followed by their titles and citations
     (:func:`~proxypointer.retrieve.delivery.format_outline`), under ``Subsections not shown:``.
     """
     text = replace_data_uris(block.text)
-    out = f"[{number}] {block.citation} | {' > '.join(block.section.breadcrumb)}\n{text}"
+    crumb = " > ".join(shown_title(t) for t in block.section.breadcrumb)
+    out = f"[{number}] {block.citation} | {crumb}\n{text}"
     if block.outline:
         out += "\nSubsections not shown:\n" + format_outline(block.outline)
     return out

@@ -387,6 +387,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def _shown_breadcrumb(breadcrumb: Sequence[str]) -> str:
+    """Return a breadcrumb as printed: each title cut like the outline's (a 2 MB heading is one line)."""
+    from .tree.check import shown_title
+
+    return " > ".join(shown_title(t) for t in breadcrumb)
+
+
 def _retriever(args: argparse.Namespace):
     """Open the store for a query: refuse an empty question, a missing store, an unknown --doc.
 
@@ -437,7 +444,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     for rank, s in enumerate(sections, 1):
         # ranked by the fused rank score; the cosine of its best chunk is shown (not monotonic)
         print(f"[{rank}] {s.citation}  cosine={s.score:.3f}")
-        print(f"    {' > '.join(s.breadcrumb)}")
+        print(f"    {_shown_breadcrumb(s.breadcrumb)}")
         if s.reached_via == "query":
             print("    first because the question names it (label lookup)")
         elif s.reached_via:
@@ -508,7 +515,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         if ans.citations:
             print("\nSources:")
         for n, s in zip(ans.cited, ans.citations, strict=True):
-            print(f"[{n}] {s.citation}  {' > '.join(s.breadcrumb)}")
+            print(f"[{n}] {s.citation}  {_shown_breadcrumb(s.breadcrumb)}")
     if ans.invalid_citations:
         print(
             f"warning: the answer cites {', '.join(f'[{n}]' for n in ans.invalid_citations)}, "

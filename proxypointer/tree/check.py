@@ -26,6 +26,7 @@ __all__ = [
     "OUTLINE_TITLE_MAX_CHARS",
     "TreeWarning",
     "check_tree",
+    "shown_title",
     "tree_outline",
     "tree_to_pageindex",
     "unread_space_headings",
@@ -128,7 +129,19 @@ def tree_to_pageindex(tree: DocumentTree) -> dict[str, Any]:
 OUTLINE_TITLE_MAX_CHARS = 160
 
 
-def _shown_title(title: str) -> str:
+def shown_title(title: str) -> str:
+    """Return a title as printed for a reader: cut at :data:`OUTLINE_TITLE_MAX_CHARS` characters.
+
+    Args:
+        title: A node's title or one element of a breadcrumb.
+
+    Returns:
+        ``title`` itself when short enough, else its start, ``…`` and its length.
+
+    Example:
+        >>> shown_title("x" * 200)[-19:]
+        'x… (200 characters)'
+    """
     if len(title) <= OUTLINE_TITLE_MAX_CHARS:
         return title
     return f"{title[: OUTLINE_TITLE_MAX_CHARS - 1]}… ({len(title):,} characters)"
@@ -158,7 +171,7 @@ def tree_outline(tree: DocumentTree) -> str:
     for node in tree.nodes:
         marker = "[preamble]" if node.kind == "preamble" else "#" * node.level
         indent = "  " * _depth(tree, node)
-        out.append(f"{indent}{marker} {_shown_title(node.title)}  L{node.start_line}-L{node.end_line}")
+        out.append(f"{indent}{marker} {shown_title(node.title)}  L{node.start_line}-L{node.end_line}")
     return "\n".join(out)
 
 
@@ -209,7 +222,7 @@ def _rules_note(report: HeadingReport) -> TreeWarning:
     if "title_lines" in report.rules:
         first = ""
         if report.promoted:
-            first = f" (first: line {report.promoted[0].line}, {_shown_title(report.promoted[0].title)!r})"
+            first = f" (first: line {report.promoted[0].line}, {shown_title(report.promoted[0].title)!r})"
         done.append(f"{len(report.promoted)} title line(s) made headings{first}")
     if "flatten_levels" in report.rules:
         done.append("levels taken from numbering only (a financial statement keeps its table's pieces as children)")
@@ -372,7 +385,7 @@ def _dominant_findings(tree: DocumentTree, lines: list[str], total_chars: int) -
             if own > DOMINANT_SHARE * total_chars:
                 found.append(TreeWarning(
                     "dominant-node", n.start_line,
-                    f"node {_shown_title(n.title)!r} holds {own * 100 // total_chars}% of the text in its own "
+                    f"node {shown_title(n.title)!r} holds {own * 100 // total_chars}% of the text in its own "
                     "body; headings may be missing (bold or numbered lines?), try --bold-headings "
                     "or --numbered-headings (tree.bold_headings, tree.numbered_headings)",
                 ))
@@ -387,7 +400,7 @@ def _row_findings(headings: list[Node]) -> list[TreeWarning]:
         found.append(TreeWarning(
             "row-headings", rows[0].start_line,
             f"{len(rows)} heading(s) read like table rows or page furniture (first: "
-            f"{_shown_title(rows[0].title)!r}); try --converter-output on "
+            f"{shown_title(rows[0].title)!r}); try --converter-output on "
             "(tree.converter_output, tree.drop_row_headings)",
         ))
     return found
@@ -402,7 +415,7 @@ def _heading_findings(tree: DocumentTree, headings: list[Node]) -> list[TreeWarn
         if n.title.startswith(MATH_OPENERS):
             found.append(TreeWarning(
                 "math-heading", n.start_line,
-                f"heading {_shown_title(n.title)!r} starts like display math: an equation read as a heading "
+                f"heading {shown_title(n.title)!r} starts like display math: an equation read as a heading "
                 "(a '=' or '-' line under it?); close the equation on its own line and keep blank "
                 "lines out of it",
             ))
@@ -411,7 +424,7 @@ def _heading_findings(tree: DocumentTree, headings: list[Node]) -> list[TreeWarn
         ):
             found.append(TreeWarning(
                 "sentence-heading", n.start_line,
-                f"heading {_shown_title(n.title)!r} reads like a sentence; the converter may have promoted "
+                f"heading {shown_title(n.title)!r} reads like a sentence; the converter may have promoted "
                 "body text to a heading",
             ))
         path = tree.title_path(n.node_id)
@@ -436,7 +449,7 @@ def _long_section_findings(
         if size > max_section_tokens:
             found.append(TreeWarning(
                 "long-section", n.start_line,
-                f"section {_shown_title(n.title)!r} has {size} tokens of own text (> {max_section_tokens}); "
+                f"section {shown_title(n.title)!r} has {size} tokens of own text (> {max_section_tokens}); "
                 "check for missed headings",
             ))
     return found

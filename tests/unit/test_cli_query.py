@@ -216,3 +216,20 @@ def test_query_text_shows_an_inline_image_as_its_placeholder_and_json_the_exact_
     assert cli(["query", "diesel pumps photos", "-k", "1", "--json", "--store", store]) == 0
     (section,) = json.loads(capsys.readouterr().out)["sections"]
     assert payload in section["text"]
+
+
+@pytest.mark.parametrize("command", ["query", "ask"])
+def test_a_huge_heading_is_cut_in_the_breadcrumbs_shown(cli, capsys, tmp_path, fake_embedder, command):
+    from proxypointer.index import Index
+
+    doc = tmp_path / "docs" / "huge.md"
+    doc.parent.mkdir()
+    title = "Pump " + "x" * 20_000
+    doc.write_text(f"# {title}\n\n## Maintenance\n\nThe coolant pump is serviced every spring.\n", encoding="utf-8")
+    store = tmp_path / "store"
+    with Index(store, ProxyPointerConfig(), fake_embedder) as index:
+        assert not index.ingest([doc.parent], show_progress=False).failed
+    assert cli([command, "When is the coolant pump serviced?", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "Maintenance" in out and "(20,005 characters)" in out
+    assert max(len(line) for line in out.splitlines()) < 500
