@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 #: continuous ingest with 20 concurrent HTTP clients and the fused ranking, whose queries read
 #: more (tests/integration/test_serve_http.py); the serve layer's reads try 5 times.
 QUERY_ATTEMPTS = 4
+#: Searches of one query while documents whose stored source is missing take places among the
+#: top k: each search leaves out the documents the one before found missing.
+MISSING_SOURCE_SEARCHES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +252,8 @@ class Retriever:
             StoreError: If the store folder holds no store, or Chroma fails.
             StaleSourceError: If the documents kept changing under the query (a writer
                 replacing them on every attempt). A document whose stored source is missing
-                is left out of the answer with a warning (``proxypointer check --repair``).
+                is left out of the answer with a warning (``proxypointer check --repair``),
+                and the search is run again without it to fill the ``k`` places.
         """
         check_query(query)
         k = self.config.k if k is None else k
@@ -270,11 +274,22 @@ class Retriever:
         return self._retrieve(query, k, scope)
 
     def _retrieve(self, query: str, k: int, scope: Scope) -> list[Section]:
-        route = self.ranker.route(query, scope.where)
-        found = self.candidates.find(route, k)
-        if route.named and len(found) < k:  # the named document has fewer than k sections
-            found = self.candidates.fill(found, self.candidates.find(Route(route.query, scope.where), k), k)
-        return self.builder.sections(found)
+        gone: set[str] = set()  # documents whose stored source is missing: searched again without them
+        for _ in range(MISSING_SOURCE_SEARCHES):
+            where = scope.where
+            if gone:
+                left_out = {"doc_id": {"$nin": sorted(gone)}}
+                where = left_out if where is None else {"$and": [where, left_out]}
+            route = self.ranker.route(query, where)
+            found = self.candidates.find(route, k)
+            if route.named and len(found) < k:  # the named document has fewer than k sections
+                found = self.candidates.fill(found, self.candidates.find(Route(route.query, where), k), k)
+            missing: set[str] = set()
+            out = self.builder.sections(found, missing)
+            if not missing or len(out) >= k:
+                return out
+            gone |= missing
+        return out
 
     # -- sections and stored texts (the parts' methods, for the layers on top) -----------------
     def section_of_hit(self, hit: Hit, score: float, rank_score: float, group: Sequence[Hit] = ()) -> Section:

@@ -305,11 +305,16 @@ class SectionBuilder:
         self.hydrate = hydrate
         self.cosines = cosines
 
-    def sections(self, candidates: Sequence[Candidate]) -> list[Section]:
+    def sections(self, candidates: Sequence[Candidate], missing: set[str] | None = None) -> list[Section]:
         """Read the records of ranked candidates and build their sections, in order.
 
         A document whose stored source is missing (deleted by hand, a damaged store) is left
         out with a warning: the others still answer.
+
+        Args:
+            candidates: Ranked candidates (:meth:`CandidateFinder.find`).
+            missing: When given, the doc ids of the documents left out are added to it, so
+                that the caller can search again without them.
 
         Raises:
             StaleSourceError: If a record vanished (a writer replaced the document meanwhile).
@@ -322,11 +327,11 @@ class SectionBuilder:
         cfg = self.config
         out: list[Section] = []
         used = 0
-        missing: set[str] = set()  # documents whose stored source is gone: skipped, said once
+        missing_hashes: set[str] = set()  # documents whose stored source is gone: skipped, said once
         for rank, c in enumerate(candidates, 1):
             room = max(0, cfg.delivery_budget_tokens - used) if cfg.delivery_budget_tokens else None
             meta = full[c.section.chunk_id].metadata
-            if meta["doc_hash"] in missing:
+            if meta["doc_hash"] in missing_hashes:
                 continue
             try:
                 sec = self.section(full[c.section.chunk_id], full[c.chunk.chunk_id],
@@ -336,7 +341,9 @@ class SectionBuilder:
             except StaleSourceError:
                 if self.store.registry.sources.has(meta["doc_hash"]):
                     raise  # a writer replaced the document meanwhile: the caller searches again
-                missing.add(meta["doc_hash"])
+                missing_hashes.add(meta["doc_hash"])
+                if missing is not None:
+                    missing.add(meta["doc_id"])
                 logger.warning("%s: its stored source is missing; its sections are left out of the answer "
                                "(run `proxypointer check --repair`, then ingest the file again)", meta["doc_id"])
                 continue

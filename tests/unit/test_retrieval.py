@@ -870,6 +870,26 @@ def test_a_document_whose_stored_source_is_missing_is_left_out_with_a_warning(tm
     assert "menu: its stored source is missing" in caplog.text
 
 
+def test_sections_of_the_other_documents_fill_the_places_of_one_whose_source_is_missing(tmp_path, make_index, caplog):
+    # found by an audit: the missing document took the top k places and the answer was empty
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    soups = "".join(f"## Soup {n}\n\nThe soup of the day {n} is a pumpkin soup.\n\n" for n in range(4))
+    (corpus / "menu.md").write_text(f"# Menu\n\n{soups}", encoding="utf-8")
+    (corpus / "notes.md").write_text("# Notes\n\n## Boiler\n\nThe boiler is serviced every spring.\n\n"
+                                     "## Garden\n\nThe garden grows pumpkins.\n", encoding="utf-8")
+    index = make_index()
+    index.ingest([corpus], show_progress=False)
+    before = Retriever(index).retrieve("What is the soup of the day?", k=2)
+    assert [s.doc_id for s in before] == ["menu", "menu"]
+    stored = next((tmp_path / "store").rglob(f"{index.registry.get('menu').doc_hash}.md"))
+    stored.unlink()
+    with caplog.at_level("WARNING", logger="proxypointer.retrieve.sections"):
+        found = Retriever(index).retrieve("What is the soup of the day?", k=2)
+    assert [s.doc_id for s in found] == ["notes", "notes"]
+    assert caplog.text.count("menu: its stored source is missing") == 1
+
+
 def test_a_reports_executive_summary_is_found_and_its_list_of_figures_is_not(make_index, tmp_path):
     # issue 32: "Executive Summary" was a noise title, so a report's summary could not be found
     # even by name. Noise is navigation: contents, lists of figures and tables.
