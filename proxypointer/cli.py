@@ -953,7 +953,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("proxypointer").setLevel(logging.DEBUG)
     # pypdf warns of each damaged object it reads past ("Object 3 0 not defined."), without the
     # file's name and once per reader: without -v a damaged PDF gets our own one-line error only
-    logging.getLogger("pypdf").setLevel(logging.NOTSET if args.verbose else logging.ERROR)
+    # (a level set here is the application's choice, which proxypointer.pdflog leaves alone)
+    logging.getLogger("pypdf").setLevel(logging.WARNING if args.verbose else logging.ERROR)
     # The command line is the application: the model loader's own bar ("Loading weights",
     # transformers; a fraction of a second, drawn on every `query`) is not progress of our work,
     # so it is switched off before transformers is first imported, unless the user set the hub's

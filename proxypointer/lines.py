@@ -13,9 +13,32 @@ import re
 
 from .errors import StaleSourceError
 
-__all__ = ["document_hash", "normalise_text", "slice_lines", "split_lines"]
+__all__ = ["document_hash", "normalise_text", "plain_line", "slice_lines", "split_lines"]
 
 _LINE_END = re.compile(r"\r\n|\r")
+#: The start of a line that markdown would read as markup (heading, quote, list, table, HTML,
+#: setext underline, ordered list item).
+_PLAIN_MARKUP = re.compile(r"^(?=[#>|<=*+-]|\d+[.)](?:\s|$))")
+
+
+def plain_line(text: str) -> str:
+    r"""Return one line of plain text (not markdown) written so that markdown reads it as text.
+
+    A converter that has only plain text (pypdf's, a slide's) writes it with this: a line that
+    starts like markup gets a backslash before it.
+
+    Args:
+        text: One line, without its line end.
+
+    Returns:
+        ``text`` stripped, with ``\`` before a leading ``#``, ``>``, ``|``, ``<``, ``=``, ``*``,
+        ``+``, ``-`` or ``12.``/``12)``.
+
+    Example:
+        >>> plain_line("# of customers"), plain_line("1. Net sales")
+        ('\\# of customers', '\\1. Net sales')
+    """
+    return _PLAIN_MARKUP.sub(r"\\", text.strip())
 
 
 def normalise_text(raw: str) -> str:

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, DocumentError, MissingDependencyError
-from ..lines import normalise_text, split_lines
+from ..lines import normalise_text, plain_line, split_lines
+from ..pdflog import pypdf_warnings_hidden
 from ..progress import progress_bar
 from ..tree.headingstyles import apply_heading_styles, odl_headings
 from ..tree.pages import BUILTIN_STYLES, MarkerStyle, PageMap, page_map
@@ -744,6 +745,11 @@ class _Job:
 
 def _inspect(index: int, path: Path) -> _Job | DocumentError:
     """Read, hash and count the pages of one PDF; the problems we can name before Java starts."""
+    with pypdf_warnings_hidden():
+        return _inspect_pdf(index, path)
+
+
+def _inspect_pdf(index: int, path: Path) -> _Job | DocumentError:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -861,8 +867,9 @@ def _pypdf_markdown(path: Path, style: MarkerStyle) -> tuple[str, int] | None:
         return None
     pypdf = _pypdf()
     try:
-        reader = pypdf.PdfReader(str(path), strict=False)
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with pypdf_warnings_hidden():
+            reader = pypdf.PdfReader(str(path), strict=False)
+            pages = [page.extract_text() or "" for page in reader.pages]
     except Exception as err:  # noqa: BLE001 - pypdf's errors on damaged files vary
         logger.debug("%s: pypdf cannot extract text (%s)", path, err)
         return None
@@ -872,14 +879,9 @@ def _pypdf_markdown(path: Path, style: MarkerStyle) -> tuple[str, int] | None:
     out: list[str] = []
     for number, page in enumerate(pages, 1):
         out += [_FALLBACK_MARKER.format(number), ""]
-        out += [_PLAIN_MARKUP.sub(r"\\\g<0>", ln.strip()) for ln in normalise_text(page).split("\n")]
+        out += [plain_line(ln) for ln in normalise_text(page).split("\n")]
         out.append("")
     return "\n".join(out) + "\n", read
-
-
-#: The start of a line that markdown would read as markup (heading, quote, list, table, HTML,
-#: setext underline).
-_PLAIN_MARKUP = re.compile(r"^(?=[#>|<=*+-]|\d+[.)](?:\s|$))")
 
 
 class ConversionCache:

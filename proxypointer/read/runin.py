@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lines import split_lines
+from ..pdflog import pypdf_warnings_hidden
 from ..tree.headingstyles import HeadingStyle, StyledHeading, font_style
 from ..tree.markdown import parse_blocks
 from ..tree.pages import MarkerStyle, page_map
@@ -249,9 +250,10 @@ def _reader(pdf: str | Path) -> Any:
     try:
         import pypdf
 
-        reader = pypdf.PdfReader(str(pdf), strict=False)
-        if reader.is_encrypted:
-            reader.decrypt("")
+        with pypdf_warnings_hidden():
+            reader = pypdf.PdfReader(str(pdf), strict=False)
+            if reader.is_encrypted:
+                reader.decrypt("")
         return reader
     except Exception as err:  # noqa: BLE001 - pypdf's errors on damaged files vary; nothing is split
         logger.debug("%s: pypdf cannot read it (%s); no run-in titles split", pdf, err)
@@ -261,7 +263,8 @@ def _reader(pdf: str | Path) -> Any:
 def _page_titles(reader: Any, page: int, pdf: str | Path) -> list[PageLine]:
     """Return the title-like bold lines of a 1-based page, longest first (none when pypdf fails on it)."""
     try:
-        read = page_lines(reader.pages[page - 1]) if 0 < page <= len(reader.pages) else []
+        with pypdf_warnings_hidden():
+            read = page_lines(reader.pages[page - 1]) if 0 < page <= len(reader.pages) else []
     except Exception as err:  # noqa: BLE001 - a damaged content stream: this page splits nothing
         logger.debug("%s: pypdf cannot read page %d (%s)", pdf, page, err)
         read = []

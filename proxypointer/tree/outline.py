@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DocumentError
+from ..pdflog import pypdf_warnings_hidden
 from .titles import filing_label, plain_title
 
 __all__ = [
@@ -207,16 +208,10 @@ def pdf_outline(path: str | Path, data: bytes | None = None) -> Outline:
         import pypdf
     except ImportError as err:  # pragma: no cover - pypdf ships with the pdf extra
         raise MissingDependencyError("reading PDF bookmarks needs pypdf: pip install 'proxypointer[pdf]'") from err
-    p = Path(path)
     # pypdf warns "Unknown destination" for every bookmark into another file: those entries are
     # left out here, which is ours to say; its other messages still show from ERROR up.
-    pypdf_log = logging.getLogger("pypdf")
-    level = pypdf_log.level
-    pypdf_log.setLevel(max(level, logging.ERROR))
-    try:
-        return _read_outline(pypdf, p, data)
-    finally:
-        pypdf_log.setLevel(level)
+    with pypdf_warnings_hidden():
+        return _read_outline(pypdf, Path(path), data)
 
 
 def _read_outline(pypdf: Any, p: Path, data: bytes | None) -> Outline:  # noqa: ANN401 - the module

@@ -184,3 +184,27 @@ def test_pypdf_warnings_about_a_damaged_file_stay_off_the_command_line(tmp_path,
     finally:  # -v set these loggers' levels for the process
         logging.getLogger("pypdf").setLevel(logging.NOTSET)
         logging.getLogger("proxypointer").setLevel(logging.NOTSET)
+
+
+def test_pypdf_warnings_stay_off_the_python_api_output_too(tmp_path, caplog):
+    # found by an audit: Index.ingest printed pypdf's "startxref" warnings twice on stderr
+    import logging
+    import re
+
+    from proxypointer.errors import DocumentError
+    from proxypointer.read.readers import PDFReader
+
+    pdf = write_lines(tmp_path / "memo.pdf", [("Helvetica", "Acme Corp makes anvils for desert customers.")])
+    data = pdf.read_bytes()
+    at = re.search(rb"startxref\s+(\d+)", data)
+    pdf.write_bytes(data[: at.start(1)] + str(int(at.group(1)) + 7).encode() + data[at.end(1) :])
+    log = logging.getLogger("pypdf")
+    level = log.level
+    log.setLevel(logging.NOTSET)  # no application chose a level (a CLI test in this process may have)
+    try:
+        with caplog.at_level(logging.WARNING), pytest.raises(DocumentError, match="memo.pdf: truncated or corrupt"):
+            PDFReader().read(pdf.read_bytes(), str(pdf))  # our one line names the file
+        assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+        assert log.level == logging.NOTSET  # and its level is put back
+    finally:
+        log.setLevel(level)

@@ -27,6 +27,7 @@ RANK = {
     "yamltext": 1,
     "docids": 1,
     "progress": 1,
+    "pdflog": 1,
     "lines": 1,
     "config": 2,
     "embed": 3,
