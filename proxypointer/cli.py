@@ -82,7 +82,8 @@ def _add_ingest_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: A
         "paths",
         nargs="+",
         metavar="PATH",
-        help="markdown or PDF files or folders (recursive *.md, *.markdown; *.pdf with the pdf extra)",
+        help="markdown, PDF, Word, HTML or PowerPoint files or folders (recursive *.md, *.markdown; "
+        "*.pdf with the pdf extra; *.docx, *.html, *.htm, *.pptx with the office extra)",
     )
     p.add_argument(
         "--prune",
@@ -197,9 +198,11 @@ def _add_convert_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: 
     p = sub.add_parser(
         "convert",
         parents=[common],
-        help="convert PDFs to markdown with a page marker per page, for inspection (needs the pdf extra)",
+        help="convert PDFs (a page marker per page; the pdf extra), Word, HTML and PowerPoint files "
+        "(a marker per slide; the office extra) to the markdown that ingest indexes, for inspection",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="PDF files or folders (recursive *.pdf)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files or folders (recursive *.pdf, *.docx, *.html, *.htm, *.pptx)")
     p.add_argument(
         "-o",
         "--output",
@@ -859,15 +862,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _convert_targets(args: argparse.Namespace) -> list[tuple[Path, Path]]:
-    """(PDF, output .md) pairs for `convert`; refuses two PDFs writing one file."""
+    """(PDF or Word/HTML/PowerPoint file, output .md) pairs for `convert`; refuses two files writing one."""
     from .errors import ConfigError
+    from .read.office import OFFICE_SUFFIXES
     from .read.pdf import find_pdfs
 
     pairs: list[tuple[Path, Path]] = []
     out = Path(args.output) if args.output else None
     for given in args.paths:
         root = Path(given)
-        for pdf in find_pdfs([root]):
+        for pdf in find_pdfs([root], (".pdf", *OFFICE_SUFFIXES)):
             if out is None:
                 target = pdf.with_suffix(".md")
             elif out.suffix.lower() == ".md":
@@ -895,8 +899,15 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         return 2
     pairs = _convert_targets(args)
     if not pairs:
-        print("error: no PDF files found in the given paths", file=sys.stderr)
+        print("error: no PDF, Word, HTML or PowerPoint files found in the given paths", file=sys.stderr)
         return 1
+    from .read.office import OFFICE_SUFFIXES
+
+    office = [(p, t) for p, t in pairs if p.suffix.lower() in OFFICE_SUFFIXES]
+    pairs = [(p, t) for p, t in pairs if p.suffix.lower() not in OFFICE_SUFFIXES]
+    failed = _convert_office(office)
+    if not pairs:
+        return 1 if failed else 0
     from .read.readers import PDFReader
 
     converter = converter_from_config(cfg, workers)
@@ -910,10 +921,29 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         text, pages, _ = reader.outlined(doc.markdown, Path(doc.path).read_bytes(), str(doc.path))
         target.write_text(text, encoding="utf-8")
         print(f"wrote {target} ({doc.page_count} pages, {len(pages.line_pages)} lines)")
-    for failed in batch.failed:
-        print(f"error: {failed.message}", file=sys.stderr)
+    for bad in batch.failed:
+        print(f"error: {bad.message}", file=sys.stderr)
     print(batch.summary())
-    return 1 if batch.failed else 0
+    return 1 if batch.failed or failed else 0
+
+
+def _convert_office(pairs: list[tuple[Path, Path]]) -> int:
+    """Convert Word, HTML and PowerPoint files for `convert`; return how many failed."""
+    from .read.office import OFFICE_SUFFIXES, OfficeReader
+    from .read.readers import read_bytes
+
+    failed = 0
+    for src, target in pairs:
+        try:
+            text = OfficeReader(OFFICE_SUFFIXES[src.suffix.lower()]).convert(read_bytes(src), str(src))
+        except ProxyPointerError as err:
+            print(f"error: {err}", file=sys.stderr)
+            failed += 1
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target} ({text.count(chr(10))} lines)")
+    return failed
 
 
 _COMMANDS = {

@@ -967,12 +967,13 @@ class ConversionCache:
         return removed
 
 
-def find_pdfs(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and folders into PDF files.
+def find_pdfs(paths: Iterable[str | Path], suffixes: Sequence[str] = (".pdf",)) -> list[Path]:
+    """Expand files and folders into PDF files (or files of other ``suffixes``).
 
     Args:
         paths: Files (taken as given, whatever their suffix) and folders (searched
             recursively for ``*.pdf``, any case; hidden folders skipped).
+        suffixes: Lower-case suffixes searched for in folders.
 
     Returns:
         The files, folders' contents sorted by path, duplicates removed, in the order given.
@@ -985,7 +986,7 @@ def find_pdfs(paths: Iterable[str | Path]) -> list[Path]:
             found = sorted(
                 f
                 for f in p.rglob("*")
-                if f.suffix.lower() == ".pdf"
+                if f.suffix.lower() in suffixes
                 and f.is_file()
                 and not any(part.startswith(".") for part in f.relative_to(p).parts[:-1])
             )

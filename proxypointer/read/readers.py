@@ -582,8 +582,9 @@ def default_readers(
     """Build the suffix table: lower-case suffix (with the dot) -> reader.
 
     Markdown (``*.md``, ``*.markdown``) with the ``pages`` section; PDF (``*.pdf``) with the
-    ``pdf`` section, listed even when the ``pdf`` extra is absent so that ingest can name the
-    PDFs it cannot read (:meth:`PDFReader.missing`). Readers import their heavy dependencies
+    ``pdf`` section; Word, HTML and PowerPoint (``*.docx``, ``*.html``, ``*.htm``, ``*.pptx``:
+    :class:`~proxypointer.read.office.OfficeReader`). Each is listed even when its extra is
+    absent, so that ingest can name the files it cannot read (``missing()``). Readers import their heavy dependencies
     only when they read.
 
     Args:
@@ -598,4 +599,8 @@ def default_readers(
     table: dict[str, Reader] = dict.fromkeys(MARKDOWN_SUFFIXES, markdown)
     pdf = PDFReader(cfg.pdf, cache=conversion_cache, shared_cache=shared_cache)
     table.update(dict.fromkeys(PDF_SUFFIXES, pdf))
+    from .office import OFFICE_SUFFIXES, OfficeReader
+
+    office = {fmt: OfficeReader(fmt) for fmt in sorted(set(OFFICE_SUFFIXES.values()))}
+    table.update({suffix: office[fmt] for suffix, fmt in OFFICE_SUFFIXES.items()})
     return table

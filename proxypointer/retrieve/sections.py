@@ -153,13 +153,14 @@ def format_citation(
         start_line: First line, 1-based inclusive (of the stored text: for a PDF, of
             ``proxypointer convert``'s output).
         end_line: Last line, 1-based inclusive.
-        page_start: First PDF page, 1-based; 0: no pages.
-        page_end: Last PDF page, 1-based inclusive.
+        page_start: First PDF page (a deck's slide), 1-based; 0: no pages.
+        page_end: Last PDF page (slide), 1-based inclusive.
 
     Returns:
         ``handbook.md#L120-L188`` without pages; for a PDF
         ``AMD_2022_10K.pdf#page=45 (pp. 45-46; L1203-L1240)`` (``#page=N`` is the standard PDF
         open parameter, RFC 8118: a link opens the viewer at that page; ``p. 45`` for one page);
+        for a deck, whose pages are its slides, ``deck.pptx#slide=12 (slide 12; L40-L52)``;
         for markdown with page markers ``report.md#L1203-L1240 (pp. 45-46)``.
 
     Example:
@@ -170,6 +171,9 @@ def format_citation(
     lines = f"L{start_line}-L{end_line}"
     if page_start <= 0:
         return f"{doc_id}{suffix}#{lines}"
+    if suffix.lower() == ".pptx":  # a deck's pages are its slides
+        slides = f"slide {page_start}" if page_end <= page_start else f"slides {page_start}-{page_end}"
+        return f"{doc_id}{suffix}#slide={page_start} ({slides}; {lines})"
     pages = f"p. {page_start}" if page_end <= page_start else f"pp. {page_start}-{page_end}"
     if suffix.lower() == ".pdf":
         return f"{doc_id}{suffix}#page={page_start} ({pages}; {lines})"
