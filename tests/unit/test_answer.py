@@ -531,7 +531,8 @@ def test_import_does_not_load_heavy_packages():
     code = (
         "import sys, proxypointer, proxypointer.answer, proxypointer.retrieve.conversation\n"
         "import proxypointer.integrations\n"
-        "heavy = ('openai', 'torch', 'sentence_transformers', 'chromadb', 'langchain_core')\n"
+        "heavy = ('openai', 'torch', 'sentence_transformers', 'chromadb', 'langchain_core', 'llama_index',\n"
+        "         'mammoth', 'bs4', 'pptx')\n"
         "heavy = [m for m in heavy if m in sys.modules]\n"
         "print(heavy)\n"
     )
