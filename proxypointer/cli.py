@@ -546,7 +546,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
         read = reader.read(read_bytes(f), f)  # a PDF is converted; page markers are read and emptied
         text = read.text
         pages = stored_page_map(read.pages, split_lines(text)) if read.pages is not None else None
-        tree = build_tree(text, path.stem, cfg.tree, paged=read.pages is not None)
+        tree = build_tree(text, path.stem, cfg.tree, paged=read.paged)
 
         def page_span(node, pages=pages) -> tuple[int, int]:  # noqa: ANN001
             return pages.pages(node.start_line, node.end_line) if pages is not None else (0, 0)
@@ -572,7 +572,7 @@ def _print_check(f: str, read, tree, cfg, fmt: str) -> int:  # noqa: ANN001
 
     text = read.text
     lines = split_lines(text)
-    report = explain_headings(text, cfg.tree, lines=lines, paged=read.pages is not None)[2]
+    report = explain_headings(text, cfg.tree, lines=lines, paged=read.paged)[2]
     findings = check_tree(tree, lines, report=report)
     # what the reader could not place (a printed contents' entries that match no line)
     findings = [TreeWarning("unplaced-contents", 0, w.split(": ", 1)[-1], "note") for w in read.warnings

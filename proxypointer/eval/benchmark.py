@@ -320,7 +320,7 @@ def _read_as_stored(bench: Benchmark, config: ProxyPointerConfig | None) -> None
         bench.texts[doc_id] = read.text
         new = bench.line_offsets(doc_id)
         lines = split_lines(read.text)
-        bench.titles[doc_id] = build_tree(read.text, doc_id, paged=read.pages is not None).title
+        bench.titles[doc_id] = build_tree(read.text, doc_id, paged=read.paged).title
         if read.pages is not None:
             bench.pages[doc_id] = read.pages
 

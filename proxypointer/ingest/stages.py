@@ -352,7 +352,7 @@ def prepare_document(
     version = version_of(read.source_key, pipeline_key)
     t = time.perf_counter()
     lines = split_lines(text)
-    tree = build_tree(text, doc_id, tree_config, lines=lines, paged=read.pages is not None)
+    tree = build_tree(text, doc_id, tree_config, lines=lines, paged=read.paged)
     t2 = time.perf_counter()
     chunks = chunk_document(tree, text, tokenizer, chunking_config, lines=lines, version=version)
     if read.pages is not None:

@@ -27,10 +27,10 @@ import importlib.util
 import json
 from collections.abc import Callable
 
-from ..errors import DocumentError, MissingDependencyError
+from ..errors import DocumentError, EmptyDocumentError, MissingDependencyError
 from ..lines import normalise_text, split_lines
 from ..tree.pages import BUILTIN_STYLES, page_map
-from .readers import ReadResult, with_pages
+from .base import ReadResult, with_pages
 
 __all__ = ["CONVERSION_RULE", "OFFICE_INSTALL", "OFFICE_SUFFIXES", "OfficeReader"]
 
@@ -111,15 +111,29 @@ class OfficeReader:
         What ``proxypointer convert`` writes; :meth:`read` stores it with the markers emptied.
 
         Raises:
-            DocumentError: If the file cannot be read as this format, or holds no text.
+            EmptyDocumentError: If the file is empty or holds no text (:meth:`read` gives empty
+                text instead, which ingest skips with a note).
+            DocumentError: If the file cannot be read as this format (damaged,
+                password-protected, nested too deeply); the message names it and the cure.
             MissingDependencyError: If the extra is not installed.
         """
         why = self.missing()
         if why is not None:
             raise MissingDependencyError(f"{path}: not indexed: {why}")
-        text = normalise_text(_converter(self.fmt)(data, path))
+        if not data:
+            raise EmptyDocumentError(f"{path}: empty file (0 bytes); skipped")
+        try:
+            markdown = _converter(self.fmt)(data, path)
+        except (DocumentError, MissingDependencyError):
+            raise
+        except RecursionError as err:
+            raise DocumentError(f"{path}: nested too deeply to convert; simplify or re-export the file") from err
+        except Exception as err:  # the libraries raise many types on damaged files (OSError, ExpatError, ...)
+            raise DocumentError(f"{path}: damaged {self.fmt.upper()} file, cannot convert it "
+                                f"({type(err).__name__}: {err}); save it again from its application") from err
+        text = normalise_text(markdown)
         if not text.strip():
-            raise DocumentError(f"{path}: no text in this {self.fmt.upper()} file")
+            raise EmptyDocumentError(f"{path}: no text in this {self.fmt.upper()} file; skipped")
         return text if text.endswith("\n") else text + "\n"
 
     def read(self, data: bytes, path: str) -> ReadResult:
@@ -129,9 +143,12 @@ class OfficeReader:
             DocumentError: If the file cannot be read as this format (names it and the cure).
             MissingDependencyError: If the extra is not installed.
         """
-        text = self.convert(data, path)
+        try:
+            text = self.convert(data, path)
+        except EmptyDocumentError:
+            return ReadResult("", self.source_key(data, path))  # skipped with a note, as an empty .md is
         if self.fmt != "pptx":
             return ReadResult(text, self.source_key(data, path))
         pages = page_map(split_lines(text), BUILTIN_STYLES["opendataloader"])
         stored, line_pages = with_pages(text, pages)
-        return ReadResult(stored, self.source_key(data, path), line_pages)
+        return ReadResult(stored, self.source_key(data, path), line_pages, printed=False)

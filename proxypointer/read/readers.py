@@ -32,13 +32,13 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..errors import DocumentError, MissingDependencyError, ProxyPointerError
 from ..lines import document_hash, normalise_text, split_lines
-from ..tree.pages import PageMap, blank_markers, page_map, style_for_config
+from ..tree.pages import PageMap, page_map, style_for_config
+from .base import Reader, ReadResult, with_pages
 
 if TYPE_CHECKING:
     from ..config import PagesConfig, PDFConfig, ProxyPointerConfig
@@ -89,83 +89,6 @@ _BOMS = (
 #: UTF-8 gone wrong, not Windows-1252 prose, where accented letters and typographic
 #: punctuation stand between ASCII characters ("Caf\xe9", "\x93quoted\x94").
 _NON_ASCII_RUN = re.compile(rb"[\x80-\xff]{3,}")
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    r"""What a reader makes of one file: the text to index and how to recognise it again.
-
-    Picklable (plain strings and tuples), so a distributed runner can ship it between workers.
-
-    Attributes:
-        text: Markdown, line ends normalised to ``\n`` (``tree.normalise_text``); stored in the
-            registry and sliced by line numbers, so it must be what the tree is built from.
-        source_key: Content address of the *input* (hex): equal keys mean the reader would give
-            the same text again, so an unchanged file is skipped without reading it again.
-            Markdown: the SHA-256 of ``text`` (``chunking.document_hash``). A converter: a hash
-            of the file's bytes, the converter's name and version and its options.
-        pages: Page of each line of ``text`` (``pages[i]`` is the page of line ``i + 1``;
-            pages 1-based, in the file's page order), or None for a format without pages.
-        warnings: Messages about the file worth showing the user (e.g. a fallback encoding);
-            each names the file.
-    """
-
-    text: str
-    source_key: str
-    pages: tuple[int, ...] | None = None
-    warnings: tuple[str, ...] = ()
-
-
-class Reader(Protocol):
-    """Turns the bytes of one kind of file into markdown.
-
-    Implementations must be picklable (a distributed runner sends them to workers) and
-    deterministic: the same bytes (and options) give the same :class:`ReadResult`.
-
-    Optional methods a runner looks for: ``missing() -> str | None`` (why this reader cannot
-    run here, e.g. an extra not installed; None when it can) and ``read_many(paths, *,
-    show_progress) -> list[ReadResult | ProxyPointerError]`` (convert many files at once;
-    see :class:`PDFReader`).
-
-    Attributes:
-        name: Short name, e.g. ``markdown``; shown in messages.
-    """
-
-    name: str
-
-    def source_key(self, data: bytes, path: str) -> str:
-        """Content address of what :meth:`read` would give for these bytes, cheaply.
-
-        Called on the driver for every discovered file: it must not convert. A document whose
-        key and pipeline settings match the registry is skipped.
-
-        Args:
-            data: The file's bytes.
-            path: The file, for messages.
-
-        Returns:
-            A hex string; equal to ``read(data, path).source_key``.
-
-        Raises:
-            DocumentError: If the bytes cannot be read as this format (names the file).
-        """
-        ...
-
-    def read(self, data: bytes, path: str) -> ReadResult:
-        """Decode or convert the file.
-
-        Args:
-            data: The file's bytes.
-            path: The file, for messages.
-
-        Returns:
-            The text, its source key and page map.
-
-        Raises:
-            DocumentError: If the file cannot be read as this format (names the file and the
-                cure).
-        """
-        ...
 
 
 def _looks_like_utf16(data: bytes) -> str | None:
@@ -269,23 +192,6 @@ def read_document(path: str | Path) -> str:
             cannot be told (see :func:`decode_markdown`); the message names the file.
     """
     return decode_markdown(read_bytes(path), path)[0]
-
-
-def with_pages(text: str, pages: PageMap) -> tuple[str, tuple[int, ...] | None]:
-    r"""Empty the marker lines of a text and give the page of each line.
-
-    Args:
-        text: Normalised markdown (line ends ``\n``).
-        pages: Its page map (:func:`~proxypointer.tree.pages.page_map`).
-
-    Returns:
-        ``(text, line_pages)``: the text with its marker lines emptied (same line count, same
-        other lines) and ``pages.line_pages``; ``(text, None)`` unchanged when it has no pages.
-    """
-    if not pages.has_pages:
-        return text, None
-    lines = blank_markers(split_lines(text), pages)
-    return "\n".join(lines) + ("\n" if text.endswith("\n") else ""), pages.line_pages
 
 
 class MarkdownReader:

@@ -15,7 +15,7 @@ import io
 import zipfile
 from typing import Any
 
-from ..errors import DocumentError
+from ..errors import DocumentError, EmptyDocumentError
 from ..lines import plain_line
 
 __all__ = ["SLIDE_MARKER", "pptx_markdown"]
@@ -94,7 +94,8 @@ def pptx_markdown(data: bytes, path: str) -> str:
 
     Raises:
         DocumentError: If the file is no zip package, is password-protected or an old
-            ``.ppt``, or has no slides (the message names the file and what to do).
+            ``.ppt`` (the message names the file and what to do).
+        EmptyDocumentError: If it has no slides.
     """
     from pptx import Presentation
 
@@ -111,5 +112,5 @@ def pptx_markdown(data: bytes, path: str) -> str:
     for number, slide in enumerate(deck.slides, 1):
         out += _slide(number, slide)
     if not out:
-        raise DocumentError(f"{path}: the presentation has no slides")
+        raise EmptyDocumentError(f"{path}: the presentation has no slides; skipped")
     return "\n".join(out) + "\n"

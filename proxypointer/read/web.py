@@ -14,11 +14,12 @@ Structure comes from the format, never from the look where the format says it:
   cell) one level below. A block longer than :data:`MAX_TITLE_WORDS` words (the anchor sits on a
   paragraph) gets the entry's title as a
   heading line before it instead. The table itself is headed by the line above it that says
-  ``Contents``, or by a ``Contents`` heading written in, at its entries' outermost level (a
-  sibling of theirs, never their parent), so that it is noise to the index (a contents section
+  ``Contents``, or by a ``Contents`` heading written in, at its first entry's level (a sibling
+  of what follows, never its parent), so that it is noise to the index (a contents section
   is not embedded), not a section to retrieve.
-* Scripts, styles, the ``<head>`` and hidden elements (``display:none``: an inline XBRL
-  filing's ``ix:header``) are dropped; links keep their text, images their alt text.
+* Scripts, styles, the ``<head>``, navigation (``<nav>``: a site's menus, a page's "On this
+  page" list) and hidden elements (``display:none``: an inline XBRL filing's ``ix:header``) are
+  dropped; links keep their text; images are markdown images (alt text and address).
 
 Tables become pipe tables whose first row is their header (markdownify's
 ``table_infer_header``).
@@ -29,9 +30,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import DocumentError
+from ..errors import DocumentError, EmptyDocumentError
+from ..tree.outline import title_match
 
-__all__ = ["MAX_TITLE_WORDS", "MIN_CONTENTS_LINKS", "html_markdown"]
+__all__ = ["MAX_DEPTH", "MAX_TITLE_WORDS", "MIN_CONTENTS_LINKS", "html_markdown"]
 
 #: Fewest links to anchors of the page in one table for it to be a contents table (a table
 #: with one or two such links is a footnote or a "back to top" row).
@@ -40,6 +42,13 @@ MIN_CONTENTS_LINKS = 3
 #: "Item 7. Management's Discussion and Analysis of Financial Condition and Results of
 #: Operations" has 13).
 MAX_TITLE_WORDS = 24
+#: Deepest nesting of containers (``div``, ``span``, ``font``, ...) kept; deeper ones are
+#: unwrapped, their content kept (markdownify recurses once per level, and Python's stack
+#: ended near 350 nested ``div``s).
+MAX_DEPTH = 64
+_CONTAINERS = frozenset({"div", "span", "font", "section", "article", "main", "aside", "center", "blockquote",
+                         "b", "i", "u", "em", "strong", "small", "big", "sup", "sub", "label", "nav", "header",
+                         "footer", "figure", "figcaption", "ul", "ol", "li", "dl", "dd", "dt", "p", "a"})
 #: Points of indentation deeper than the table's least indented entry for a level below.
 INDENT_STEP_PT = 4.0
 
@@ -140,25 +149,55 @@ def _written_heading(target: Any) -> Any:  # noqa: ANN401 - bs4 elements
     return None
 
 
-def _heading_block(target: Any) -> Any:  # noqa: ANN401 - bs4 elements
-    """Return the block an anchor names: itself when it holds text, else the next block with text."""
-    if _text(target):
-        block = target
-        top = ("body", "[document]")
-        while block.name not in _BLOCKS and block.parent is not None and block.parent.name not in top:
-            block = block.parent
-        return block if block.name in _BLOCKS else target
-    for el in target.find_all_next(_BLOCKS):
-        if _text(el):
-            # the innermost block at the start of that text (a div of one line, not its table)
-            inner = el
-            while True:
-                kids = [k for k in inner.find_all(_BLOCKS, recursive=False) if _text(k)]
-                if not kids or _text(kids[0]) != _text(inner):
-                    break
-                inner = kids[0]
+def _block_of(el: Any) -> Any:  # noqa: ANN401 - bs4 elements
+    """Return the nearest block that holds ``el`` (itself when it is one), else None."""
+    top = ("body", "[document]")
+    block = el
+    while block.name not in _BLOCKS and block.parent is not None and block.parent.name not in top:
+        block = block.parent
+    return block if block.name in _BLOCKS else None
+
+
+def _innermost(el: Any) -> Any:  # noqa: ANN401 - bs4 elements
+    """Return the innermost block at the start of ``el``'s text (a div of one line, not its table)."""
+    inner = el
+    while True:
+        kids = [k for k in inner.find_all(_BLOCKS, recursive=False) if _text(k)]
+        if not kids or _text(kids[0]) != _text(inner):
             return inner
-    return None
+        inner = kids[0]
+
+
+def _heading_block(target: Any, title: str) -> Any:  # noqa: ANN401 - bs4 elements
+    """Return the block an anchor names, or None.
+
+    An anchor with text is its own block. An empty anchor (``<a name>``, an empty ``<div id>``)
+    names the block it opens, else the next block with text, else the block before it: the one
+    of these whose text is the contents entry's title (:func:`~proxypointer.tree.outline.title_match`),
+    and when none is, the block it opens or the next.
+    """
+    if _text(target):
+        return _block_of(target) or target
+    candidates = []
+    holder = _block_of(target.parent) if target.parent is not None else None
+    if holder is not None and _text(holder):
+        before = []
+        for node in holder.descendants:  # the text of the block before the anchor
+            if node is target:
+                break
+            if getattr(node, "name", None) is None:
+                before.append(str(node))
+        if not "".join(before).strip():  # the anchor opens this block: "<p><a name=i1></a><b>Item 1.</b></p>"
+            candidates.append(holder)
+    following = next((el for el in target.find_all_next(_BLOCKS) if _text(el)), None)
+    if following is not None:
+        candidates.append(_innermost(following))
+    previous = next((el for el in target.find_all_previous(_BLOCKS) if _text(el) and el not in target.parents),
+                    None)
+    for block in candidates + ([_innermost(previous)] if previous is not None else []):
+        if title_match(title, _text(block)):
+            return block
+    return candidates[0] if candidates else None
 
 
 def _mark_contents(soup: Any) -> int:  # noqa: ANN401
@@ -171,7 +210,7 @@ def _mark_contents(soup: Any) -> int:  # noqa: ANN401
             if written is not None:
                 used.append(int(written.name[1]))
                 continue  # the page's own heading tag says it: its level stands
-            block = _heading_block(target)
+            block = _heading_block(target, title)
             if block is None:
                 continue
             if block.name in _HEADINGS:
@@ -187,10 +226,10 @@ def _mark_contents(soup: Any) -> int:  # noqa: ANN401
                 heading.string = title
                 block.insert_before(heading)
             placed += 1
-        # the table's heading sits at its entries' outermost level, beside them, never above them
-        label = soup.new_tag(f"h{min(used, default=1)}")
+        # the table's heading takes the level of its first entry: beside what follows, never above it
+        label = soup.new_tag(f"h{used[0] if used else 1}")
         before = table.find_previous(string=lambda s: bool(s.strip()))
-        block = _heading_block(before.parent) if before is not None else None
+        block = _block_of(before.parent) if before is not None else None
         if block is not None and "contents" in _text(block).lower() and len(_text(block).split()) <= 6:
             label.string = _text(block)  # "TABLE OF CONTENTS" above the table is its heading
             block.replace_with(label)
@@ -198,6 +237,27 @@ def _mark_contents(soup: Any) -> int:  # noqa: ANN401
             label.string = "Contents"
             table.insert_before(label)
     return placed
+
+
+def _flatten_deep(soup: Any) -> int:  # noqa: ANN401 - a bs4 document
+    """Unwrap containers nested deeper than :data:`MAX_DEPTH` (markdownify recurses per level).
+
+    Returns:
+        Containers unwrapped (their children stay where they were).
+    """
+    deep: list[Any] = []
+    stack = [(soup, 0)]
+    while stack:  # depth-first without recursion: the nesting may be thousands deep
+        node, depth = stack.pop()
+        for child in getattr(node, "contents", ()):
+            if getattr(child, "name", None) is None:
+                continue
+            if depth >= MAX_DEPTH and child.name in _CONTAINERS:
+                deep.append(child)
+            stack.append((child, depth + 1))
+    for el in reversed(deep):  # innermost first
+        el.unwrap()
+    return len(deep)
 
 
 def html_markdown(data: bytes, path: str) -> str:
@@ -214,7 +274,8 @@ def html_markdown(data: bytes, path: str) -> str:
 
     Raises:
         DocumentError: If the file is binary (NUL bytes: an image, a PDF or an archive named
-            ``.html``) or holds no text.
+            ``.html``).
+        EmptyDocumentError: If it holds no text.
     """
     import markdownify
     from bs4 import BeautifulSoup
@@ -223,13 +284,14 @@ def html_markdown(data: bytes, path: str) -> str:
     if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise DocumentError(f"{path}: binary data, not HTML; check that the file is really a web page")
     soup = BeautifulSoup(data, "html.parser")
-    for el in soup.find_all(["script", "style", "noscript", "template", "head"]):
+    for el in soup.find_all(["script", "style", "noscript", "template", "head", "nav"]):
         el.decompose()
     for el in soup.find_all(style=_HIDDEN):
         el.decompose()
+    _flatten_deep(soup)
     _mark_contents(soup)
     text = markdownify.markdownify(str(soup), heading_style="ATX", table_infer_header=True, bullets="-",
                                    escape_misc=False, strip=["a"])
     if not text.strip():
-        raise DocumentError(f"{path}: no text in this HTML file")
+        raise EmptyDocumentError(f"{path}: no text in this HTML file; skipped")
     return text

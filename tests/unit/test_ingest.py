@@ -222,7 +222,8 @@ def test_a_folder_without_documents_gets_a_note_saying_so(tmp_path, make_index):
     assert rep.indexed == 1 and not rep.failed
     noted = {p: m for p, m in rep.notes}
     assert set(noted) == {str(empty), str(other)}  # docs has a document, in a subfolder
-    assert "no *.markdown, *.md" in noted[str(empty)] and "--include-hidden" in noted[str(empty)]
+    assert "no *.docx, *.htm, *.html, *.markdown, *.md, *.pdf, *.pptx file" in noted[str(empty)]
+    assert "--include-hidden" in noted[str(empty)]
 
 
 def test_empty_files_are_notes_and_failures_are_logged_below_warning(tmp_path, make_index, caplog):

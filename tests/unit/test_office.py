@@ -68,6 +68,7 @@ POLICY_GOLD = [
 ]
 
 HTML_PAGE = """<!doctype html><html><head><title>Handbook</title><script>var x = 1;</script></head><body>
+<nav><h2>On this page</h2><ul><li><a href="/leave">Leave</a></li></ul></nav>
 <h1>Employee Handbook</h1><p>Welcome to the company.</p>
 <h2>Leave</h2><p>Employees take 25 days of paid leave a year.</p>
 <h3>Parental leave</h3><p>Parents take 16 weeks of paid parental leave.</p>
@@ -141,7 +142,7 @@ def write_deck(path):
 
 def tree_of(path, fmt):
     read = OfficeReader(fmt).read(path.read_bytes(), str(path))
-    return read, build_tree(read.text, path.stem, paged=read.pages is not None)
+    return read, build_tree(read.text, path.stem, paged=read.paged)  # as ingest builds it
 
 
 def test_word_heading_styles_are_the_tree(tmp_path):
@@ -158,7 +159,7 @@ def test_html_heading_tags_are_the_tree_and_scripts_are_dropped(tmp_path):
     read, tree = tree_of(page, "html")
     score = score_tree(tree, lambda line: 1, outline_from_data(HTML_GOLD))
     assert score.recall == 1.0 and score.nesting == 1.0
-    assert "var x" not in read.text and "| Item | Budget |" in read.text
+    assert "var x" not in read.text and "On this page" not in read.text and "| Item | Budget |" in read.text
 
 
 def test_a_contents_table_never_overrides_the_pages_own_heading_tags(tmp_path):
@@ -234,7 +235,24 @@ def test_every_chunk_of_a_long_word_table_repeats_its_header(tmp_path, fake_embe
     assert all("Part number | Size | Unit price" in c.embed_text for c in in_table)
 
 
+def _zip(**members: str) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, text in members.items():
+            z.writestr(name.replace("__", "/").replace("_ct", "[Content_Types]") + ".xml", text)
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize(("name", "data", "says"), [
+    # found by a breaker: these aborted the whole ingest with a traceback
+    ("nodoc.docx", _zip(_ct="<Types/>"), "damaged DOCX file, cannot convert it"),
+    ("badxml.docx", _zip(_ct='<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                         '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+                         'officedocument.wordprocessingml.document.main+xml"/></Types>',
+                         word__document="<w:document><w:body><w:p"), "damaged DOCX file"),
     ("locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 600, "password-protected or an old binary .doc"),
     ("broken.docx", b"PK\x03\x04 this is no zip", "not a .docx file"),
     ("photo.html", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + b"\0" * 100, "binary data, not HTML"),
@@ -252,6 +270,69 @@ def test_bad_files_fail_alone_with_one_line_naming_them(tmp_path, capsys, name, 
     assert main(["--store", str(store), "status", "--docs"]) == 0
     out = capsys.readouterr().out
     assert "handbook" in out and name.rsplit(".", 1)[0] not in out  # the rest indexed, nothing partial
+
+
+def test_empty_files_are_skipped_with_a_note_as_empty_markdown_is(tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "handbook.html").write_text(HTML_PAGE, encoding="utf-8")
+    for name in ("empty.docx", "blank.html", "none.pptx"):
+        (corpus / name).write_bytes(b"")
+    assert main(["--store", str(tmp_path / "store"), "ingest", str(corpus)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("empty document (no text); skipped") == 3 and "Traceback" not in err and "bs4" not in err
+
+
+def test_html_nested_thousands_deep_is_read(tmp_path):
+    # found by a breaker: 350 nested <div>s ended the whole ingest in a RecursionError
+    page = tmp_path / "deep.html"
+    n = 3000
+    page.write_text(f"<html><body><h1>Deep</h1>{'<div>' * n}<p>The pump hums.</p>{'</div>' * n}"
+                    "<h2>After</h2><p>The end.</p></body></html>", encoding="utf-8")
+    read, tree = tree_of(page, "html")
+    assert "The pump hums." in read.text and [n.title for n in tree.nodes if n.kind == "heading"] == ["Deep", "After"]
+
+
+def test_a_slides_text_never_becomes_headings_of_its_own(tmp_path):
+    # found by a breaker: the page markers made the PDF converter rules read a deck's short lines
+    # ("Currency exposure in Brazil", "PART II") as headings that swallowed later slides
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    for title, lines in [("1. Introduction", ["Supply chain delays", "Currency exposure in Brazil"]),
+                         ("Key Risks", ["PART II", "Hire 12 engineers in Berlin"]), ("Outlook", ["Growth ahead"])]:
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = title
+        box = slide.shapes.add_textbox(Inches(1), Inches(2), Inches(6), Inches(2)).text_frame
+        box.text = lines[0]
+        for line in lines[1:]:
+            box.add_paragraph().text = line
+    deck.save(tmp_path / "deck.pptx")
+    read, tree = tree_of(tmp_path / "deck.pptx", "pptx")
+    assert not read.paged and read.pages is not None
+    heads = [(n.level, n.title) for n in tree.nodes if n.kind == "heading"]
+    assert heads == [(1, "1. Introduction"), (1, "Key Risks"), (1, "Outlook")]
+
+
+def test_an_anchor_inside_or_after_its_title_places_the_heading_on_the_title(tmp_path):
+    # found by a breaker: the heading went to the paragraph after the title, and a Part's anchor
+    # written after its title took the next Item's line
+    page = tmp_path / "bakery.htm"
+    page.write_text(
+        '<html><body><table><tr><td>Item 1. Business</td><td><a href="#i1">4</a></td></tr>'
+        '<tr><td>Item 1A. Risk Factors</td><td><a href="#i1a">9</a></td></tr>'
+        '<tr><td>PART II</td><td><a href="#part2">20</a></td></tr>'
+        '<tr><td>Item 7. Outlook</td><td><a href="#item7">21</a></td></tr></table>'
+        '<p><a name="i1"></a><font style="font-weight:bold">Item 1. Business</font></p>'
+        "<p>We operate 14 bakeries in Ohio.</p>"
+        '<p><a name="i1a"></a><font style="font-weight:bold">Item 1A. Risk Factors</font></p>'
+        "<p>Flour prices may rise.</p><div><b>PART II</b></div>"
+        '<a name="part2"></a><a name="item7"></a><div><b>Item 7. Outlook</b></div><p>We expect growth.</p>'
+        "</body></html>", encoding="utf-8")
+    read, tree = tree_of(page, "html")
+    heads = [(n.level, n.title) for n in tree.nodes if n.kind == "heading"]
+    assert heads == [(2, "Contents"), (2, "Item 1. Business"), (2, "Item 1A. Risk Factors"), (1, "PART II"),
+                     (2, "Item 7. Outlook")]
 
 
 def test_a_huge_single_line_html_page_is_read(tmp_path):

@@ -172,9 +172,8 @@ def test_a_text_pdf_the_converter_cannot_read_falls_back_to_pypdf_text(tmp_path,
 
 
 def test_the_fallback_keeps_plain_text_plain():
-    from proxypointer.read.pdf import _PLAIN_MARKUP
+    from proxypointer.lines import plain_line as escape
 
-    escape = lambda ln: _PLAIN_MARKUP.sub(r"\\\g<0>", ln)  # noqa: E731
     assert escape("# 1 Introduction") == "\\# 1 Introduction"
     assert escape("1. Revenue") == "\\1. Revenue" and escape("2023 revenue rose") == "2023 revenue rose"
     assert escape("- 5%") == "\\- 5%" and escape("===") == "\\===" and escape("Plain") == "Plain"

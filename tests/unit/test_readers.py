@@ -106,8 +106,9 @@ def test_kind33_binary_and_undecodable_files_are_refused_naming_the_file(tmp_pat
 
 def test_reader_table_and_results_are_picklable():
     table = default_readers()
-    assert set(table) == {".md", ".markdown", ".pdf"}
+    assert set(table) == {".md", ".markdown", ".pdf", ".docx", ".html", ".htm", ".pptx"}
     assert pickle.loads(pickle.dumps(table[".pdf"])).converter.options == table[".pdf"].converter.options
+    assert pickle.loads(pickle.dumps(table[".htm"])).fmt == "html"
     reader = table[".md"]
     result = reader.read(b"# T\r\n\r\nbody\r\n", "t.md")
     assert result == ReadResult("# T\n\nbody\n", document_hash("# T\n\nbody\n"), None, ())
