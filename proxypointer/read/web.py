@@ -91,13 +91,20 @@ def _entry_title(row: Any) -> str:  # noqa: ANN401 - a bs4 element
     return " ".join(cells).strip()
 
 
-def _target(soup: Any, anchor: str) -> Any:  # noqa: ANN401 - bs4 elements
-    return soup.find(id=anchor) or soup.find(attrs={"name": anchor})
+def _anchors(soup: Any) -> dict[str, Any]:  # noqa: ANN401 - bs4 elements
+    """Every element a ``#fragment`` can name: ``id`` first, then ``<a name>`` (HTML's order)."""
+    out: dict[str, Any] = {}
+    for el in soup.find_all(attrs={"name": True}):
+        out.setdefault(str(el["name"]), el)
+    for el in soup.find_all(id=True):
+        out[str(el["id"])] = el
+    return out
 
 
 def _contents_tables(soup: Any) -> list[tuple[Any, list[tuple[str, Any, float]]]]:  # noqa: ANN401
     """Tables of links to anchors of this page: ``(table, [(title, target, indent)])``."""
     found = []
+    anchors: dict[str, Any] | None = None
     for table in soup.find_all("table"):
         if table.find_parent("table") is not None:
             continue
@@ -108,13 +115,14 @@ def _contents_tables(soup: Any) -> list[tuple[Any, list[tuple[str, Any, float]]]
                         None)
             if link is None:
                 continue
-            target = _target(soup, link["href"][1:])
+            if anchors is None:
+                anchors = _anchors(soup)
+            target = anchors.get(link["href"][1:])
             if target is None or id(target) in seen or table in target.parents:
                 continue
             seen.add(id(target))
             title = _entry_title(row) or _text(link)
-            cell = link.find_parent(["td", "th"]) or link
-            entries.append((title, target, _indent_pt(link, row) + _indent_pt(cell, row)))
+            entries.append((title, target, _indent_pt(link, row)))  # the link, its cell and what holds it
         if len(entries) >= MIN_CONTENTS_LINKS:
             found.append((table, entries))
     return found
