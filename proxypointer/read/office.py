@@ -83,6 +83,7 @@ class OfficeReader:
             raise ValueError(f"format: expected one of {sorted(_NEEDS)}, got {fmt!r}")
         self.fmt = fmt
         self.name = fmt
+        self._version_list: list[str] | None = None  # read once: a folder of files asks per file
 
     def missing(self) -> str | None:
         """Why this format cannot be read here (the extra's packages absent); None when it can."""
@@ -92,12 +93,15 @@ class OfficeReader:
         return f"{self.fmt.upper()} input needs the office extra ({', '.join(absent)} not installed): {OFFICE_INSTALL}"
 
     def _versions(self) -> list[str]:
+        if self._version_list is not None:
+            return self._version_list
         out = []
         for dist in _NEEDS[self.fmt][1]:
             try:
                 out.append(f"{dist}=={importlib.metadata.version(dist)}")
             except importlib.metadata.PackageNotFoundError:
                 out.append(f"{dist}==absent")
+        self._version_list = out
         return out
 
     def source_key(self, data: bytes, path: str) -> str:
