@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_ingest_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
     """Add the ``ingest`` command."""
-    p = sub.add_parser("ingest", parents=[common], help="index markdown and PDF files or folders (incremental sync)")
+    p = sub.add_parser("ingest", parents=[common],
+                       help="index markdown, PDF, Word, HTML and PowerPoint files or folders (incremental sync)")
     p.add_argument(
         "paths",
         nargs="+",
@@ -150,7 +151,8 @@ def _add_ask_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN0
 def _add_tree_parser(sub, common: argparse.ArgumentParser) -> None:  # noqa: ANN001 - argparse's private type
     """Add the ``tree`` command."""
     p = sub.add_parser(
-        "tree", parents=[common], help="show the skeleton tree of markdown or PDF files (with pages if they have them)"
+        "tree", parents=[common],
+        help="show the skeleton tree of markdown, PDF, Word, HTML or PowerPoint files (with pages or slides if any)"
     )
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="markdown files, or PDFs (converted, or read from the conversions that the store at "

@@ -3,7 +3,8 @@
 Rules (shared cases 34 and 37, docs/lifecycle.md):
 
 - A folder is searched recursively for the suffixes of the reader table (``*.md``,
-  ``*.markdown``); a file given directly is taken whatever its suffix.
+  ``*.markdown``, ``*.pdf``, ``*.docx``, ``*.html``, ``*.htm``, ``*.pptx``); a file given
+  directly is taken whatever its suffix.
 - ``doc_id`` is the path relative to the folder given, ``/``-separated, without the suffix
   (``policies/leave``); for a file given directly, its stem.
 - Never a source: a proxypointer store (the configured one, wherever it lies, and any folder
