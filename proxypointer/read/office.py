@@ -43,7 +43,8 @@ OFFICE_SUFFIXES = {".docx": "docx", ".html": "html", ".htm": "html", ".pptx": "p
 OFFICE_INSTALL = ("pip install 'proxypointer[office]' "
                   "(in a checkout: pip install -c constraints-cpu.txt -e '.[dev,office]')")
 
-#: Format -> (import names it needs, distribution names whose versions key a conversion).
+#: Format -> (import names it needs, their distributions: named when absent, and their versions
+#: key a conversion).
 _NEEDS = {
     "docx": (("mammoth", "markdownify"), ("mammoth", "markdownify")),
     "html": (("bs4", "markdownify"), ("beautifulsoup4", "markdownify")),
@@ -87,7 +88,8 @@ class OfficeReader:
 
     def missing(self) -> str | None:
         """Why this format cannot be read here (the extra's packages absent); None when it can."""
-        absent = [m for m in _NEEDS[self.fmt][0] if importlib.util.find_spec(m) is None]
+        modules, dists = _NEEDS[self.fmt]
+        absent = [d for m, d in zip(modules, dists, strict=True) if importlib.util.find_spec(m) is None]
         if not absent:
             return None
         return f"{self.fmt.upper()} input needs the office extra ({', '.join(absent)} not installed): {OFFICE_INSTALL}"
@@ -123,7 +125,7 @@ class OfficeReader:
         """
         why = self.missing()
         if why is not None:
-            raise MissingDependencyError(f"{path}: not indexed: {why}")
+            raise MissingDependencyError(f"{path}: {why}")
         if not data:
             raise EmptyDocumentError(f"{path}: empty file (0 bytes); skipped")
         try:
