@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependencyError
+from .metadata import section_metadata
 
 try:
     from llama_index.core.retrievers import BaseRetriever
@@ -53,22 +54,7 @@ def section_to_node(section: Section) -> NodeWithScore:
     node = TextNode(
         id_=f"{section.doc_id}#{section.node_id}",
         text=section.text,
-        metadata={
-            "doc_id": section.doc_id,
-            "node_id": section.node_id,
-            "breadcrumb": list(section.breadcrumb),
-            "lines": [section.start_line, section.end_line],
-            "text_lines": [section.text_start_line, section.text_end_line],
-            "pages": [section.page_start, section.page_end],
-            "citation": section.citation,
-            "delivery": section.delivery,
-            "outline": [e.to_dict() for e in section.outline],
-            "score": section.score,
-            "rank_score": section.rank_score,
-            "title": section.title,
-            "source": section.source,
-            "kind": section.kind,
-        },
+        metadata=section_metadata(section),
     )
     return NodeWithScore(node=node, score=section.score)
 
