@@ -69,9 +69,9 @@ PDF_SUFFIXES = (".pdf",)
 #: Version of how a PDF's bookmarks or printed contents become headings
 #: (:mod:`proxypointer.tree.outlinetext`, :mod:`proxypointer.tree.contents`; 2: contents entries run
 #: together or wrapped over lines, parts starting with their first entry, an unplaced entry
-#: written before its first placed child); part of the source key of a PDF read with
-#: ``pdf.bookmarks`` or ``pdf.contents`` on.
-OUTLINE_VERSION = 2
+#: written before its first placed child; 3: contents entries nested by their printed indents);
+#: part of the source key of a PDF read with ``pdf.bookmarks`` or ``pdf.contents`` on.
+OUTLINE_VERSION = 3
 #: Version of how page markers become a page map and empty lines; part of the source key of a
 #: markdown file with page markers, so that a store built before pages were read re-reads it.
 PAGES_VERSION = 1
@@ -354,6 +354,7 @@ class PDFReader:
         within a page of the printed folio + offset, the others named in one warning.
         """
         from ..tree.contents import contents_outline
+        from ..tree.indents import pdf_line_starts
         from ..tree.outline import Outline, pdf_outline
         from ..tree.outlinetext import apply_outline
 
@@ -370,7 +371,8 @@ class PDFReader:
                         path, len(outline), got.placed, got.inserted)
         elif self.config.contents:
             skip = frozenset(m - 1 for m in pages.marker_lines)
-            outline = contents_outline(lines, pages.line_pages, skip)
+            starts = (lambda wanted: pdf_line_starts(path, data, wanted)) if data is not None or path else None
+            outline = contents_outline(lines, pages.line_pages, skip, starts)
             if not outline.entries:
                 return same
             got = apply_outline(lines, pages.line_pages, outline, pages.marker_lines, insert_missing=False,

@@ -19,6 +19,11 @@ with an LLM; here they are read by rule:
    (:func:`proxypointer.tree.headings.relevel_filing`: parts 1, items 2, ...); an index of the
    statements and notes (Item 8's) one and two below the items (items at 2 when no block
    gave them); a block without labels takes the depth of its numbering (``2.3`` -> 2), else 1.
+5. **Indentation** (when the caller can read where printed lines start,
+   :func:`proxypointer.tree.indents.pdf_line_starts`): in a run of entries at one level (no
+   part or item among them) that the page prints at two or three indents, the first entry
+   least indented, each entry goes one level down per indent step (``Firmwide Risk Management``
+   with ``Capital Risk Management`` indented under it).
 
 The outline is then written into the text like bookmarks
 (:func:`proxypointer.tree.outlinetext.apply_outline`), except that an entry matching no line near
@@ -30,11 +35,13 @@ section holds them), or else reported.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .contentslines import CONTENTS_MIN_ENTRIES, ContentsEntry, clean_line, contents_entries
 from .headings import relevel_filing
+from .indents import PrintedLine
 from .markdown import Heading
 from .outline import Outline, OutlineEntry, match_key, title_match
 from .titles import filing_label, numbering_depth
@@ -42,7 +49,10 @@ from .titles import filing_label, numbering_depth
 __all__ = [
     "CONTENTS_MIN_ENTRIES",
     "CONTENTS_MIN_VOTES",
+    "INDENT_STEP_MAX",
+    "INDENT_TOLERANCE",
     "ContentsEntry",
+    "LineStarts",
     "contents_entries",
     "contents_outline",
 ]
@@ -52,6 +62,19 @@ logger = logging.getLogger(__name__)
 #: Fewest entries that must agree on one printed-to-PDF page offset before a block is used:
 #: below that the block may be a list of figures that happens to end in numbers.
 CONTENTS_MIN_VOTES = 3
+#: Starts of printed lines within this many points (1/72 inch) are one indent: a contents
+#: page's indents step by a few ems (>= ~6 pt at 8-10 pt type), and one indent's starts differ
+#: by a fraction of a point where a line begins with a different glyph.
+INDENT_TOLERANCE = 2.0
+#: Most indent steps read below one level: a contents page nests two or three deep; a run
+#: with more distinct starts is centred or ragged text, not indentation.
+INDENT_STEP_MAX = 2
+#: Reads where the printed lines of some 1-based PDF pages start: ``pages -> {page: lines}``
+#: (:func:`proxypointer.tree.indents.pdf_line_starts` bound to one PDF).
+LineStarts = Callable[[Iterable[int]], Mapping[int, Sequence[PrintedLine]]]
+_ALNUM = re.compile(r"[^0-9a-z]+")
+#: Characters of an entry's title (letters and digits) that must open its printed line.
+_KEY_CHARS = 16
 # Label words a body heading may open with where the contents print only the number.
 _INDEX_LABELS = frozenset({"item", "part", "note", "chapter", "section", "article"})
 
@@ -71,14 +94,70 @@ def _levels(titles: list[str], item_level: int) -> list[int]:
     return [min(max(numbering_depth(t), 1), 6) for t in titles]
 
 
+def _indents(block: Sequence[ContentsEntry], starts: Mapping[int, Sequence[PrintedLine]]) -> list[float | None]:
+    """Where each entry's printed line starts (points), None where no line opens with its title.
+
+    Entries are looked for in order, each after the line the entry before it was found on (per
+    contents page), so a title printed twice on a page is matched where the contents put it.
+    """
+    found: list[float | None] = []
+    cursor: dict[int, int] = {}
+    for e in block:
+        key = _ALNUM.sub("", e.title.lower())[:_KEY_CHARS]
+        page_lines = starts.get(e.pdf_page, ())
+        x = None
+        if len(key) >= 3:
+            for j in range(cursor.get(e.pdf_page, 0), len(page_lines)):
+                if _ALNUM.sub("", page_lines[j].text.lower()).startswith(key):
+                    x, cursor[e.pdf_page] = page_lines[j].x, j + 1
+                    break
+        found.append(x)
+    return found
+
+
+def _indent_levels(block: Sequence[ContentsEntry], levels: list[int], xs: Sequence[float | None]) -> list[int]:
+    """``levels`` with each run of same-level entries (no part or item) nested by its indents.
+
+    A run is read only when every entry's start is known, its starts fall in 2 to
+    ``INDENT_STEP_MAX + 1`` indents (:data:`INDENT_TOLERANCE` apart) and its first entry is
+    the least indented; each entry goes one level down per indent step, to level 6 at most.
+    """
+    out = list(levels)
+    k = 0
+    while k < len(block):
+        j = k
+        while j < len(block) and levels[j] == levels[k] and not _part_or_item(block[j].title):
+            j += 1
+        run = xs[k:j]
+        if j - k >= 2 and all(x is not None for x in run):
+            steps: list[float] = []  # the least start of each indent
+            for x in sorted(run):
+                if not steps or x - steps[-1] > INDENT_TOLERANCE:
+                    steps.append(x)
+            if 2 <= len(steps) <= INDENT_STEP_MAX + 1 and run[0] - steps[0] <= INDENT_TOLERANCE:
+                for n in range(k, j):
+                    depth = max(s for s, first in enumerate(steps) if xs[n] >= first - INDENT_TOLERANCE / 2)
+                    out[n] = min(levels[n] + depth, 6)
+        k = max(j, k + 1)
+    return out
+
+
+def _part_or_item(title: str) -> bool:
+    lab = filing_label(title)
+    return bool(lab) and lab[0] in ("part", "item")
+
+
 def contents_outline(lines: Sequence[str], line_pages: Sequence[int],
-                     skip: frozenset[int] = frozenset()) -> Outline:
+                     skip: frozenset[int] = frozenset(), line_starts: LineStarts | None = None) -> Outline:
     """Read the printed table(s) of contents of a converted PDF as an outline with PDF pages.
 
     Args:
         lines: The converted text's lines.
         line_pages: 1-based PDF page of each line.
         skip: 0-based lines to pass over (page markers).
+        line_starts: Reads where the printed lines of the contents pages start (a PDF's
+            :func:`~proxypointer.tree.indents.pdf_line_starts`); None: levels from labels and
+            numbering only.
 
     Returns:
         The entries of every block whose page offset :data:`CONTENTS_MIN_VOTES` entries agree
@@ -116,6 +195,9 @@ def contents_outline(lines: Sequence[str], line_pages: Sequence[int],
             continue
         used.update(e.line for e in block)
         levels = _levels([e.title for e in block], item_level)
+        if line_starts is not None:
+            starts = line_starts({e.pdf_page for e in block if e.pdf_page})
+            levels = _indent_levels(block, levels, _indents(block, starts))
         item_level = next((lv for e, lv in zip(block, levels, strict=True)
                            if (lab := filing_label(e.title)) and lab[0] == "item"), item_level)
         parents: list[int] = []

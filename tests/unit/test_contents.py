@@ -347,3 +347,80 @@ def test_the_pdf_reader_names_the_contents_entries_it_could_not_place():
     assert "'Item 9A. Controls' (p. 11)" in warnings[0]
     assert "Item 9A. Controls {.outline}" not in text  # never invented on its page
     assert "## Item 7. Management's Discussion and Analysis {.outline}" in text
+
+
+#: A report whose contents page nests its entries by indentation only (no numbering, no labels).
+INDENTED = _pages(7, {
+    1: ["ANNUAL REPORT 2023"],
+    2: ["CONTENTS", "Overview 3", "Risk Management 4", "Capital Risk 5", "Liquidity Risk 6", "Outlook 7"],
+    3: ["Overview", "The year went well."],
+    4: ["Risk Management", "We manage risks."],
+    5: ["Capital Risk", "Ratios held."],
+    6: ["Liquidity Risk", "Deposits grew."],
+    7: ["Outlook", "Next year looks fine."],
+})
+
+
+def _contents_pdf(path, starts: dict[str, float]):
+    """A 7-page PDF whose page 2 prints the contents of INDENTED, each entry at its x (points)."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=letter, invariant=1)
+    for page in range(1, 8):
+        c.setFont("Helvetica", 10)
+        if page == 2:
+            y = 700
+            for title, x in starts.items():
+                c.drawString(x, y, title)
+                c.drawString(500, y, str(list(starts).index(title) + 2) if title != "CONTENTS" else "")
+                y -= 14
+        else:
+            c.drawString(72, 700, f"Page {page}")
+        c.showPage()
+    c.save()
+    return path.read_bytes()
+
+
+def _tree_of(md: str, data: bytes | None):
+    from proxypointer.config import PDFConfig
+    from proxypointer.read.readers import PDFReader
+
+    text, _, _ = PDFReader(PDFConfig(bookmarks=False)).outlined(md, data=data, path="report.pdf" if data else "")
+    tree = build_tree(text, "report", paged=True)
+    return {n.title: tree.title_path(n.node_id) for n in tree.nodes if n.kind == "heading"}
+
+
+def test_printed_indents_nest_the_contents_entries(tmp_path):
+    data = _contents_pdf(tmp_path / "report.pdf", {"CONTENTS": 72, "Overview": 72, "Risk Management": 72,
+                                                   "Capital Risk": 90, "Liquidity Risk": 90, "Outlook": 72})
+    paths = _tree_of(INDENTED, data)
+    assert paths["Capital Risk"] == ("Risk Management", "Capital Risk")
+    assert paths["Liquidity Risk"] == ("Risk Management", "Liquidity Risk")
+    assert paths["Outlook"] == ("Outlook",)  # back out at the first indent
+    # without the PDF the same words give a flat list
+    assert _tree_of(INDENTED, None)["Capital Risk"] == ("Capital Risk",)
+
+
+@pytest.mark.parametrize("starts", [
+    {"CONTENTS": 72, "Overview": 72, "Risk Management": 72, "Capital Risk": 72, "Liquidity Risk": 72, "Outlook": 72},
+    # centred entries: every line starts elsewhere; that is no indentation
+    {"CONTENTS": 250, "Overview": 280, "Risk Management": 262, "Capital Risk": 275, "Liquidity Risk": 268,
+     "Outlook": 285},
+    # the first entry indented deeper than the rest: not a nesting the levels can follow
+    {"CONTENTS": 72, "Overview": 90, "Risk Management": 72, "Capital Risk": 90, "Liquidity Risk": 90, "Outlook": 72},
+])
+def test_even_centred_or_odd_indents_leave_the_contents_flat(tmp_path, starts):
+    paths = _tree_of(INDENTED, _contents_pdf(tmp_path / "report.pdf", starts))
+    assert all(len(paths[t]) == 1 for t in ("Overview", "Risk Management", "Capital Risk", "Outlook"))
+
+
+def test_line_starts_are_read_per_printed_line(tmp_path):
+    from proxypointer.tree.indents import pdf_line_starts
+
+    data = _contents_pdf(tmp_path / "report.pdf", {"CONTENTS": 72, "Overview": 72, "Capital Risk": 90})
+    got = pdf_line_starts("report.pdf", data, [2, 99])
+    assert set(got) == {2}  # a page outside the file is left out
+    lines = got[2]
+    assert [(round(ln.x), ln.text) for ln in lines] == [(72, "CONTENTS"), (72, "Overview 3"), (90, "Capital Risk 4")]
+    assert pdf_line_starts("broken.pdf", b"not a pdf", [1]) == {}
