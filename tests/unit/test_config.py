@@ -134,3 +134,16 @@ def test_embedding_backend_settings_are_checked(embedding, match):
     with pytest.raises(ConfigError, match=match):
         config_from_dict({"embedding": embedding}, "t.yaml")
 
+
+def test_the_readme_embedding_examples_load():
+    import re
+
+    import yaml
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Embedding models and endpoints"):]
+    section = section[: section.index("\n## ", 1)]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 4
+    backends = [config_from_dict(yaml.safe_load(b), "README.md").embedding.backend for b in blocks]
+    assert backends == ["sentence-transformers", "openai", "openai", "openai"]
