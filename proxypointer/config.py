@@ -224,7 +224,9 @@ class EmbeddingConfig:
         batch_size: Texts per forward pass, or per request to an endpoint. 16: on 2 CPU cores
             MiniLM encodes length-sorted ~200-token chunks at ~22-24 texts/s with 16 and
             ~19-20 with 32 (docs/benchmarks.md).
-        device: Torch device, ``cpu`` by default.
+        device: Torch device, ``cpu`` by default. This key, ``quantize_int8``, ``query_encoder``,
+            ``document_encoder`` and ``encoder_cache`` concern the ``sentence-transformers``
+            backend only; ``openai`` ignores the last four's defaults and refuses ``quantize_int8``.
         query_prefix: Text put before every query (e.g. an instruction for e5-style models:
             ``"query: "``). Queries only: changing it needs no new embedding of the store.
         document_prefix: Text put before every chunk's text when it is embedded (e5:

@@ -246,3 +246,17 @@ def test_the_in_process_model_puts_the_document_prefix_before_chunks_only():
     assert sent == [["passage: a", "passage: b"], ["query: c"]]
     with pytest.raises(ConfigError, match="backend"):
         SentenceTransformerEmbedder(EmbeddingConfig(backend="openai", base_url="http://x/v1"))
+
+
+def test_a_store_refuses_vectors_of_another_dimension_under_the_same_name(server, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe kettle is descaled monthly.\n")
+    with Index(tmp_path / "s", endpoint_config(server)) as index:
+        index.ingest([docs], show_progress=False)
+    server.embedder = HashingEmbedder(64)  # the model behind the name was swapped
+    (docs / "b.md").write_text("# B\n\nThe gateway keeps telemetry for 30 days.\n")
+    with Index(tmp_path / "s", endpoint_config(server)) as index:
+        with pytest.raises(EmbeddingError, match="gave vectors of 64 dimensions, the store holds 384"):
+            index.ingest([docs], show_progress=False)
+        assert index.registry.get("b") is None or not index.registry.get("b").version
