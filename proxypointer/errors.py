@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DocumentError",
+    "EmbeddingError",
     "EmptyDocumentError",
     "LLMError",
     "LockError",
@@ -63,6 +64,10 @@ class StaleSourceError(ProxyPointerError):
 
 class MissingDependencyError(ProxyPointerError, ImportError):
     """An optional package is absent; the message names what to install."""
+
+
+class EmbeddingError(ProxyPointerError):
+    """The embedding endpoint failed: unreachable, timed out, refused, or sent malformed vectors."""
 
 
 class LLMError(ProxyPointerError):

@@ -21,6 +21,7 @@ import numpy as np
 from .._lru import LRU
 from ..config import EmbeddingConfig
 from ..errors import ConfigError, MissingDependencyError
+from .names import embedder_name, model_name
 from .onnxencoder import (
     OnnxEncoder,
     copy_encoder,
@@ -31,7 +32,7 @@ from .onnxencoder import (
     transformer_body,
     writable,
 )
-from .tokenizer import HFTokenizer, load_tokenizer, resolve_model_path
+from .tokenizer import HFTokenizer, less_prefix, load_tokenizer, resolve_model_path
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -45,7 +46,8 @@ class Embedder(Protocol):
     """What the pipeline needs from an embedding model.
 
     Attributes:
-        name: Model name as configured; part of the embedding-cache key.
+        name: What the store records and the embedding cache keys vectors by: everything
+            that shapes the stored vectors (:func:`~proxypointer.embed.names.embedder_name`).
         tokenizer: Counts word pieces and knows ``max_seq_length`` (chunk sizing).
     """
 
@@ -53,7 +55,7 @@ class Embedder(Protocol):
     tokenizer: Any
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Embed texts.
+        """Embed chunk texts (with the embedder's document prefix, if it has one).
 
         Returns:
             float32 array of shape ``(len(texts), dim)``, rows L2-normalised, so that the
@@ -66,7 +68,8 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily from a local folder.
 
     Args:
-        config: Model name or path, batch size, device.
+        config: Model name or path, batch size, device, prefixes (``backend`` must be
+            ``sentence-transformers``).
         quantize_int8: Quantise the model's linear layers to int8 after loading (torch
             dynamic quantisation, CPU only); also on when ``config.quantize_int8`` is set.
             Vectors change slightly, so the name, and with it the embedding-cache key, gets a
@@ -96,9 +99,15 @@ class SentenceTransformerEmbedder:
             none, the first query embeds with torch and then exports it; the first batch
             loads the model and exports it before embedding. With neither folder: always torch.
 
+    Attributes:
+        name: What the store records: the model, ``+int8``, the document prefix
+            (:func:`~proxypointer.embed.names.embedder_name`). Exported encoders are named by
+            the model alone (:attr:`model_name`): the prefix does not change the network.
+
     Raises:
         MissingDependencyError: On first use, if sentence-transformers is not installed.
-        ConfigError: If the model is neither packaged, a folder, nor in the local cache.
+        ConfigError: If the model is neither packaged, a folder, nor in the local cache, or
+            ``config.backend`` is not ``sentence-transformers``.
     """
 
     def __init__(
@@ -112,8 +121,12 @@ class SentenceTransformerEmbedder:
         query_encoder_dir: Path | None = None,
     ) -> None:
         self.config = config or EmbeddingConfig()
+        if self.config.backend != "sentence-transformers":
+            raise ConfigError(f"embedding.backend: SentenceTransformerEmbedder runs backend sentence-transformers, "
+                              f"got {self.config.backend!r} (embed.make.make_embedder picks the class)")
         self.quantize_int8 = quantize_int8 or self.config.quantize_int8
-        self.name = self.config.model + ("+int8" if self.quantize_int8 else "")
+        self.name = embedder_name(self.config, self.quantize_int8)
+        self.model_name = model_name(self.config, self.quantize_int8)
         self.query_cache_size = max(0, int(query_cache_size))
         self.query_threads = query_threads
         self.trace_query = trace_query
@@ -134,9 +147,13 @@ class SentenceTransformerEmbedder:
 
     @property
     def tokenizer(self) -> HFTokenizer:
-        """The model's tokenizer (loaded without torch)."""
+        """The model's tokenizer (loaded without torch).
+
+        Its ``max_seq_length`` is lowered by the word pieces of ``document_prefix``, so that
+        prefix + breadcrumb + chunk text fit the model's input.
+        """
         if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(self.config.model)
+            self._tokenizer = less_prefix(load_tokenizer(self.config.model), self.config.document_prefix)
         return self._tokenizer
 
     @property
@@ -150,7 +167,7 @@ class SentenceTransformerEmbedder:
                     "embedding needs sentence-transformers; pip install sentence-transformers"
                 ) from err
             path = resolve_model_path(self.config.model)
-            logger.info("loading embedding model %s from %s", self.name, path)
+            logger.info("loading embedding model %s from %s", self.model_name, path)
             # Models are never downloaded at run time: the path is a local folder and the
             # libraries are told so per call; no environment variable or global setting of
             # another library is changed (hidden global state, STYLE.md).
@@ -168,7 +185,25 @@ class SentenceTransformerEmbedder:
         return int(get())
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        """Embed texts in batches of texts of about the same number of word pieces.
+        """Embed chunk texts, each with ``document_prefix`` put before it (see :meth:`encode_texts`).
+
+        Args:
+            texts: Texts, each within the model's ``max_seq_length`` with the prefix
+                (chunking ensures it: :attr:`tokenizer`).
+            batch_size: Texts per forward pass; defaults to the config's.
+
+        Returns:
+            float32 array ``(len(texts), dim)``, rows L2-normalised, in the order of ``texts``.
+        """
+        prefix = self.config.document_prefix
+        return self.encode_texts([prefix + t for t in texts] if prefix else texts, batch_size)
+
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """Embed many queries in batches (each with ``query_prefix``); float32 ``(n, dim)``, rows L2-normalised."""
+        return self.encode_texts([self.config.query_prefix + q for q in queries])
+
+    def encode_texts(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Embed texts as they are (no prefix), in batches of about the same number of word pieces.
 
         Each forward pass pads its texts to the longest one. sentence-transformers orders a
         call's texts by characters, which match word pieces poorly (numbers, formulas and
@@ -273,11 +308,11 @@ class SentenceTransformerEmbedder:
             self._onnx_checked = True
             model_path = Path(resolve_model_path(self.config.model)) if self.encoder_dirs else None
             for folder in self.encoder_dirs:
-                path = encoder_path(folder, self.name, model_path)
+                path = encoder_path(folder, self.model_name, model_path)
                 if not path.is_file():
                     continue
                 try:
-                    self._onnx = OnnxEncoder(path, self.name, model_path)
+                    self._onnx = OnnxEncoder(path, self.model_name, model_path)
                 except ConfigError:
                     raise  # another model's encoder: refused, never used
                 except Exception as err:  # noqa: BLE001 - a damaged file: another copy or an export replaces it
@@ -324,25 +359,25 @@ class SentenceTransformerEmbedder:
         found = self._exported_encoder()
         if found is None and not self._export_tried:
             self._export_tried = True
-            reasons = [r for r in (refusal(d, self.name, model_path) for d in self.encoder_dirs) if r]
+            reasons = [r for r in (refusal(d, self.model_name, model_path) for d in self.encoder_dirs) if r]
             if reasons:
-                logger.debug("no ONNX encoder for %s (refused before: %s)", self.name, reasons[0])
+                logger.debug("no ONNX encoder for %s (refused before: %s)", self.model_name, reasons[0])
                 return None
             folder = next((d for d in self.encoder_dirs if writable(d)), None)
             if folder is None:
                 logger.warning("no ONNX encoder for %s: cannot write to %s; texts are embedded by torch "
-                               "(several seconds of loading per process)", self.name,
+                               "(several seconds of loading per process)", self.model_name,
                                " or ".join(map(str, self.encoder_dirs)))
                 return None
-            path = export_encoder(self.model, self.name, model_path, folder)
+            path = export_encoder(self.model, self.model_name, model_path, folder)
             if path is not None:
-                self._onnx = OnnxEncoder(path, self.name, model_path)  # the next texts use it
+                self._onnx = OnnxEncoder(path, self.model_name, model_path)  # the next texts use it
             found = self._onnx
         if found is None:
             return None
         self._replace_damaged(found.path)
         for folder in self.encoder_dirs:  # each folder gets its copy: the store's, the shared one
-            if not encoder_path(folder, self.name, model_path).is_file():
+            if not encoder_path(folder, self.model_name, model_path).is_file():
                 copy_encoder(found.path, folder)
         return found.path
 
@@ -350,7 +385,7 @@ class SentenceTransformerEmbedder:
         """One text -> float32 ``(dim,)``, through the traced encoder when there is one."""
         if self._query_encoder is None:
             traced = _traced_encoder(self.model) if self.trace_query else None
-            self._query_encoder = traced or (lambda t: self.encode([t])[0])
+            self._query_encoder = traced or (lambda t: self.encode_texts([t])[0])
         return self._query_encoder(text)
 
 

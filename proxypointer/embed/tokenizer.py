@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +21,9 @@ __all__ = [
     "DEFAULT_MODEL",
     "HFTokenizer",
     "TokenCounter",
+    "less_prefix",
     "line_token_counts",
+    "load_local_tokenizer",
     "load_tokenizer",
     "resolve_model_path",
 ]
@@ -146,20 +148,62 @@ def load_tokenizer(model: str = DEFAULT_MODEL) -> HFTokenizer:
     Raises:
         ConfigError: If the folder has no ``tokenizer.json``.
     """
+    path = Path(resolve_model_path(model))
+    if not (path / "tokenizer.json").is_file():
+        raise ConfigError(f"{path}: no tokenizer.json; embedding.model must be a sentence-transformers folder")
+    return load_local_tokenizer(path, name=model)
+
+
+def load_local_tokenizer(source: str | Path, name: str | None = None, max_seq_length: int = 0) -> HFTokenizer:
+    """Load a tokenizer from a local folder holding ``tokenizer.json``, or from that file.
+
+    Args:
+        source: A model folder (its ``tokenizer.json``, and ``sentence_bert_config.json`` when
+            present) or a ``tokenizer.json`` file.
+        name: The tokenizer's name (stored beside counts it made); defaults to ``source``.
+        max_seq_length: Longest input in tokens, special tokens included; 0: the folder's
+            ``sentence_bert_config.json``, else 512.
+
+    Returns:
+        The tokenizer, with truncation and padding switched off.
+
+    Raises:
+        ConfigError: If ``source`` is neither such a folder nor a readable tokenizer file.
+        MissingDependencyError: If ``tokenizers`` is not installed.
+    """
     try:
         from tokenizers import Tokenizer
     except ImportError as err:  # pragma: no cover - tokenizers comes with transformers
         raise MissingDependencyError("pip install tokenizers") from err
-    path = Path(resolve_model_path(model))
-    tok_file = path / "tokenizer.json"
+    path = Path(source).expanduser()
+    tok_file = path / "tokenizer.json" if path.is_dir() else path
     if not tok_file.is_file():
-        raise ConfigError(f"{path}: no tokenizer.json; embedding.model must be a sentence-transformers folder")
-    backend = Tokenizer.from_file(str(tok_file))
+        raise ConfigError(f"{path}: no tokenizer.json here; give a local tokenizer folder or a tokenizer.json file")
+    try:
+        backend = Tokenizer.from_file(str(tok_file))
+    except Exception as err:  # tokenizers raises a bare Exception for a file it cannot parse
+        raise ConfigError(f"{tok_file}: not a tokenizer file the tokenizers library reads ({err})") from err
     backend.no_truncation()
     backend.no_padding()
-    max_len = 512
-    st_cfg = path / "sentence_bert_config.json"
-    if st_cfg.is_file():
+    max_len = max_seq_length or 512
+    st_cfg = tok_file.parent / "sentence_bert_config.json"
+    if not max_seq_length and st_cfg.is_file():
         max_len = int(json.loads(st_cfg.read_text(encoding="utf-8")).get("max_seq_length", max_len))
     n_special = len(backend.encode("", add_special_tokens=True).ids)
-    return HFTokenizer(name=model, max_seq_length=max_len, n_special=n_special, backend=backend)
+    return HFTokenizer(name=name or str(source), max_seq_length=max_len, n_special=n_special, backend=backend)
+
+
+def less_prefix(tokenizer: HFTokenizer, prefix: str) -> HFTokenizer:
+    """Make room for a prefix put before every embedded text (``embedding.document_prefix``).
+
+    Args:
+        tokenizer: The tokenizer that sizes chunks.
+        prefix: The prefix; empty: ``tokenizer`` unchanged.
+
+    Returns:
+        The tokenizer with ``max_seq_length`` lowered by the prefix's word pieces, so that
+        prefix + breadcrumb + chunk text fit the model's input.
+    """
+    if not prefix:
+        return tokenizer
+    return replace(tokenizer, max_seq_length=tokenizer.max_seq_length - tokenizer.count(prefix))

@@ -301,8 +301,8 @@ class _MemoEmbedder:
         if export is not None and export() is not None:  # queries embedded as a user's are
             self._queries.update((q, self.inner.encode_query(q)) for q in todo)
             return
-        prefix = getattr(getattr(self.inner, "config", None), "query_prefix", "")
-        vectors = self.inner.encode([prefix + q for q in todo])
+        batch = getattr(self.inner, "encode_queries", None)  # the query prefix, never the document prefix
+        vectors = batch(todo) if batch is not None else self.inner.encode(todo)
         self._queries.update(zip(todo, vectors, strict=True))
 
     def encode_query(self, query: str) -> np.ndarray:
@@ -591,9 +591,9 @@ def ingest_systems(
 ) -> None:
     """Fill (sync) the store of every dense system without evaluating: a cache warm-up."""
     if embedder is None:
-        from ..embed.embedder import SentenceTransformerEmbedder
+        from ..embed.make import make_embedder
 
-        embedder = SentenceTransformerEmbedder(config.embedding, query_encoder_dir=Path(settings.cache) / ENCODERS_DIR)
+        embedder = make_embedder(config.embedding, encoder_dir=Path(settings.cache) / ENCODERS_DIR)
     memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     for spec in specs:
         if spec.kind == "dense":
@@ -627,9 +627,9 @@ def run_evaluation(
         ``system_configs`` and ``per_question`` values.
     """
     if embedder is None:
-        from ..embed.embedder import SentenceTransformerEmbedder
+        from ..embed.make import make_embedder
 
-        embedder = SentenceTransformerEmbedder(config.embedding, query_encoder_dir=Path(settings.cache) / ENCODERS_DIR)
+        embedder = make_embedder(config.embedding, encoder_dir=Path(settings.cache) / ENCODERS_DIR)
     memo = _MemoEmbedder(embedder, _shared_vectors(settings.cache, embedder))
     names = [f"budget_hit@{b}" for b in settings.budgets]
     values: dict[str, dict[str, dict[str, list[float]]]] = {}

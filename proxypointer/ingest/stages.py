@@ -45,7 +45,7 @@ from ..chunk.chunker import Chunk, TokenCountCache, add_pages, chunk_document
 from ..config import ChunkingConfig, TreeConfig
 from ..docids import escaped
 from ..embed.tokenizer import line_token_counts
-from ..errors import DocumentError, EmptyDocumentError, ProxyPointerError, StoreError
+from ..errors import DocumentError, EmbeddingError, EmptyDocumentError, ProxyPointerError, StoreError
 from ..lines import document_hash, split_lines
 from ..read.discovery import Discovery, SourceFile, discover
 from ..read.readers import Reader, ReadResult, read_bytes
@@ -575,6 +575,11 @@ def embed_chunks(
 
     Returns:
         The vectors and the counts.
+
+    Raises:
+        EmbeddingError: If the model fails (an endpoint's HTTP error, after its retries), or
+            gives vectors of another dimension than the store's cache holds under its name;
+            the groups before stay cached, no document is written.
     """
     hashes = [c.content_hash for c in chunks]
     known, todo = missing_embeddings(chunks, embedder.name, registry)
@@ -585,7 +590,14 @@ def embed_chunks(
     for h in hashes:
         if h in todo:
             uses[h] = uses.get(h, 0) + 1
+    expected = registry.embeddings.vector_bytes(embedder.name)
     for fresh in encode_groups(todo, embedder, group_size):
+        size = next(iter(fresh.values())).nbytes
+        if expected is not None and size != expected:
+            raise EmbeddingError(
+                f"{registry.root}: {embedder.name!r} gave vectors of {size // 4} dimensions, the store holds "
+                f"{expected // 4} of the same name; was the model behind it changed? Ingest into a new store"
+            )
         registry.embeddings.put(embedder.name, fresh)
         known.update(fresh)
         if on_progress:

@@ -81,7 +81,12 @@ class DenseSearch:
 
         Returns:
             float32 ``(n_windows, dim)``, rows L2-normalised; one row when the query fits.
+
+        Raises:
+            ConfigError: If the store was built with another embedder (checked first: no
+                model loads and no endpoint is asked for a vector that would be refused).
         """
+        self.store.check_model(record=False)
         embedder = self.store.embedder
         windows = self.windows(query)
         if not hasattr(embedder, "encode_query"):

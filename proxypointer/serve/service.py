@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config import ProxyPointerConfig
-from ..embed.embedder import Embedder, SentenceTransformerEmbedder
+from ..embed.embedder import Embedder
+from ..embed.make import make_embedder
 from ..storefiles import ENCODERS_DIR, is_store
 from .concurrency import ServedIndex, SharedEmbedder
 from .errors import MAX_ID_CHARS
@@ -98,7 +99,7 @@ class Service:
         self.root = Path(store if store is not None else self.config.store.path)
         self.allow_write = allow_write
         self.embedder = SharedEmbedder(
-            embedder or SentenceTransformerEmbedder(self.config.embedding, query_encoder_dir=self.root / ENCODERS_DIR)
+            embedder or make_embedder(self.config.embedding, encoder_dir=self.root / ENCODERS_DIR)
         )
         if allow_write and not is_store(self.root):
             # a server that may ingest starts on an empty store, created now (issue 32)

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..config import ProxyPointerConfig, config_to_dict
-from ..embed.embedder import Embedder, SentenceTransformerEmbedder
+from ..embed.embedder import Embedder
+from ..embed.make import make_embedder
+from ..embed.names import describe_name
 from ..errors import ConfigError, LockError, StoreError, StoreNotFoundError
 from ..read.readers import Reader, default_readers
 from ..storefiles import CONVERTED_DIR, ENCODERS_DIR, WRITE_LOCK, is_store
@@ -96,8 +98,8 @@ class Store:
         store: Store folder; defaults to ``config.store.path`` (``.proxypointer`` in the
             working directory).
         config: Full configuration; defaults to the built-in defaults.
-        embedder: Embedding model; defaults to sentence-transformers with
-            ``config.embedding`` (loaded on first use).
+        embedder: Embedding model; defaults to the one ``config.embedding`` names
+            (:func:`~proxypointer.embed.make.make_embedder`; loaded on first use).
 
     Attributes:
         readers: Suffix table (lower-case suffix with the dot -> reader) used by ``ingest``
@@ -115,9 +117,7 @@ class Store:
     ) -> None:
         self.config = config or ProxyPointerConfig()
         self.root = Path(store if store is not None else self.config.store.path)
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
-            self.config.embedding, query_encoder_dir=self.root / ENCODERS_DIR
-        )
+        self.embedder: Embedder = embedder or make_embedder(self.config.embedding, encoder_dir=self.root / ENCODERS_DIR)
         self.readers: dict[str, Reader] = default_readers(self.config, conversion_cache=self.root / CONVERTED_DIR)
         self._registry: Registry | None = None
         self._store: ChromaStore | None = None
@@ -290,20 +290,28 @@ class Store:
             lock.release()
 
     def check_model(self, record: bool = True) -> None:
-        """Raise ConfigError if the store was built with another model than the embedder's.
+        """Raise ConfigError if the store was built with another embedder than this one.
+
+        The store records the embedder's name (meta key ``model``): backend, model, ``+int8``
+        and document prefix (:func:`~proxypointer.embed.names.embedder_name`), whatever
+        changes the stored vectors.
 
         Args:
             record: On a store without a model yet, record the embedder's (writers only).
 
         Raises:
-            ConfigError: Naming both models (``+int8`` marks a quantised one).
+            ConfigError: Naming both, spelled out (backend, model, document prefix), and the
+                ways on: the store's settings back, or a new store.
         """
         stored = self.registry.get_meta("model")
+        name = self.embedder.name
         if stored is None:
             if record:
-                self.registry.set_meta("model", self.embedder.name)
-        elif stored != self.embedder.name:
+                self.registry.set_meta("model", name)
+        elif stored != name:
             raise ConfigError(
-                f"{self.root}: the store was built with model {stored!r}, the config asks for "
-                f"{self.embedder.name!r}; use another --store or the same model"
+                f"{self.root}: the store was built with model {stored!r} ({describe_name(stored)}), the config "
+                f"asks for {name!r} ({describe_name(name)}); vectors of two models or document prefixes do "
+                "not compare: set embedding back to the store's, or ingest into a new store (another "
+                "--store, or delete this folder and ingest again)"
             )

@@ -109,3 +109,41 @@ def test_an_unquoted_off_is_refused_with_the_quoting_hint_and_a_quoted_one_works
     good = tmp_path / "quoted.yaml"
     good.write_text("embedding:\n  encoder_cache: 'off'\n", encoding="utf-8")
     assert load_config(good).embedding.encoder_cache == "off"
+
+
+# -- embedding backends ---------------------------------------------------------------------------
+def test_the_openai_backend_needs_an_http_base_url():
+    with pytest.raises(ConfigError, match="embedding.base_url: backend openai needs an http"):
+        config_from_dict({"embedding": {"backend": "openai", "model": "nomic-embed-text"}}, "t.yaml")
+    cfg = config_from_dict({"embedding": {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}})
+    assert cfg.embedding.backend == "openai" and cfg.embedding.api_key_env == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize(
+    ("embedding", "match"),
+    [({"backend": "ollama"}, "embedding.backend: expected one of"),
+     ({"base_url": "http://x/v1"}, "embedding.base_url: only for backend openai"),
+     ({"tokenizer": "/models/bge"}, "embedding.tokenizer: only for backend openai"),
+     ({"max_seq_length": 512}, "embedding.max_seq_length: only for backend openai"),
+     ({"backend": "openai", "base_url": "http://x/v1", "quantize_int8": True}, "embedding.quantize_int8"),
+     ({"backend": "openai", "base_url": "http://x/v1", "timeout_s": 0}, "embedding.timeout_s"),
+     ({"backend": "openai", "base_url": "http://x/v1", "max_retries": -1}, "embedding.max_retries"),
+     ({"backend": "openai", "base_url": "http://x/v1", "max_seq_length": 8}, "embedding.max_seq_length")],
+)
+def test_embedding_backend_settings_are_checked(embedding, match):
+    with pytest.raises(ConfigError, match=match):
+        config_from_dict({"embedding": embedding}, "t.yaml")
+
+
+def test_the_readme_embedding_examples_load():
+    import re
+
+    import yaml
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Embedding models and endpoints"):]
+    section = section[: section.index("\n## ", 1)]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 4
+    backends = [config_from_dict(yaml.safe_load(b), "README.md").embedding.backend for b in blocks]
+    assert backends == ["sentence-transformers", "openai", "openai", "openai"]

@@ -17,7 +17,7 @@ class Counting(SentenceTransformerEmbedder):
         super().__init__(TORCH, query_threads=None, trace_query=False, **kw)
         self.calls = 0
 
-    def encode(self, texts, batch_size=None):
+    def encode_texts(self, texts, batch_size=None):  # queries go through it, without the document prefix
         self.calls += 1
         return np.stack([np.full(4, float(len(t)), np.float32) for t in texts])
 
@@ -65,7 +65,8 @@ def test_query_threads_are_restored(monkeypatch):
     e = SentenceTransformerEmbedder(TORCH, trace_query=False)
     seen = []
     monkeypatch.setattr(
-        e, "encode", lambda texts, batch_size=None: seen.append(torch.get_num_threads()) or np.zeros((1, 4), np.float32)
+        e, "encode_texts",
+        lambda texts, batch_size=None: seen.append(torch.get_num_threads()) or np.zeros((1, 4), np.float32),
     )
     before = torch.get_num_threads()
     e.encode_query("a question")
