@@ -259,7 +259,8 @@
       numberedText(sec.text, sec.start_line, 0, 0), more]));
     docSection.dataset.node = nodeId;
     docSection.hidden = false;
-    docSection.focus();
+    docSection.focus({ preventScroll: true }); // the page stays put; the document pane scrolls to the section
+    docPane.scrollTop = docSection.offsetTop - 8;
   }
 
   function closeDocument() {
