@@ -190,7 +190,6 @@
     delete results.dataset.why;
     setStatus("Searching\u2026");
     const t0 = performance.now();
-    const why = api("/explain", { query, k });
     let answer;
     try {
       answer = await api("/query", { query, k });
@@ -208,10 +207,11 @@
       setStatus(`${answer.sections.length} sections \u00b7 ${answer.tokens} word pieces \u00b7 query ${Math.round(t1 - t0)} ms,`
         + ` shown ${Math.round(t2 - t1)} ms later`);
       results.dataset.state = "done";
+      // asked once the sections are on screen: a second ranking must not delay the first screen
+      api("/explain", { query, k }).then((x) => { if (seq === searchSeq) fillWhy(x); },
+        (err) => { if (seq === searchSeq) results.querySelectorAll("details.why .pending").forEach((p) => {
+          p.textContent = `no explanation: ${err.message}`; }); });
     }));
-    why.then((x) => { if (seq === searchSeq) fillWhy(x); },
-      (err) => { if (seq === searchSeq) results.querySelectorAll("details.why .pending").forEach((p) => {
-        p.textContent = `no explanation: ${err.message}`; }); });
   }
 
   // -- document view ------------------------------------------------------------------------------
