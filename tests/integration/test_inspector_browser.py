@@ -141,7 +141,7 @@ def _search(browser, url: str, query: str, k: int = 5):
     return browser.find_elements(By.CSS_SELECTOR, "#results article.card")
 
 
-def test_a_query_shows_its_section_first_with_the_match_highlighted_and_why_it_ranked(server, browser):
+def test_a_query_shows_its_section_first_with_the_match_highlighted_and_why_it_ranked(browser, server):
     cards = _search(browser, server.url, "parental leave pay")
     assert cards, browser.find_element(By.ID, "status").text
     first = cards[0]
@@ -169,7 +169,7 @@ def test_a_query_shows_its_section_first_with_the_match_highlighted_and_why_it_r
     _screenshot(browser, "inspector-results")
 
 
-def test_the_document_outline_opens_a_section(server, browser):
+def test_the_document_outline_opens_a_section(browser, server):
     cards = _search(browser, server.url, "parental leave pay", k=3)
     cards[0].find_element(By.CSS_SELECTOR, "details.why > summary").click()  # shown in the screenshot
     # by keyboard: Tab from the query box reaches the first result's "Open in document", Enter opens it
@@ -202,7 +202,7 @@ def test_the_document_outline_opens_a_section(server, browser):
     _wait(browser, lambda b: not b.find_element(By.ID, "document").is_displayed())
 
 
-def test_a_pdf_section_links_to_its_page_of_the_served_pdf(server, browser):
+def test_a_pdf_section_links_to_its_page_of_the_served_pdf(browser, server):
     cards = _search(browser, server.url, "roadrunners competition desert equipment", k=3)
     first = cards[0]
     assert first.get_attribute("data-doc") == "report"
