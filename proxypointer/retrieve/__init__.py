@@ -18,6 +18,7 @@ Modules:
     context       sections -> blocks of source lines within a context budget
     references    cross-references of retrieved sections followed and added
     conversation  follow-up queries and sessions
+    explain       why each returned section ranked: what fusion saw for it (read-only)
 
 Reads a :class:`~proxypointer.store.folder.StoreView` (read-only); never imports :mod:`proxypointer.ingest`.
 """

@@ -57,6 +57,7 @@ __all__ = [
     "LexicalIndex",  # LexicalIndex, Route and strip_titles live in proxypointer.retrieve.routing
     "Ranker",
     "Ranking",
+    "RankingPart",
     "Route",
     "demoted",
     "fuse_rrf",
@@ -200,6 +201,24 @@ def _and(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
 
 # -- the ranker ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
+class RankingPart:
+    """One ranking that fusion saw, kept so that a result can say why it ranked.
+
+    Attributes:
+        name: ``dense``, ``lexical`` (BM25 over breadcrumb + chunk text), ``routed`` (dense
+            inside the documents title routing boosts), ``titles`` (the title field) or
+            ``focus`` (the question sentence inside one document, fused with the fused ranking).
+        weight: Its RRF weight (1.0 for dense, ``retrieval.lexical_weight``, ...).
+        hits: Its chunk hits as fused, best first (ids only; ``score``: cosine similarity for
+            dense, routed and focus, BM25 for lexical and titles; higher is better).
+    """
+
+    name: str
+    weight: float
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Ranking:
     """Chunk hits of one query, best first.
 
@@ -216,6 +235,8 @@ class Ranking:
             statements a measure reads, the sections a form prescribes for a topic:
             :meth:`Ranker.implied_sections`), to be placed after the first
             ``retrieval.implied_rank`` sections by :func:`place_sections`; empty otherwise.
+        parts: The rankings fused, in fusion order (:class:`RankingPart`): bookkeeping for
+            explanations (:mod:`proxypointer.retrieve.explain`), never read to rank.
     """
 
     hits: list[Hit]
@@ -223,6 +244,7 @@ class Ranking:
     vectors: np.ndarray | None = None
     labelled: tuple[str, ...] = ()
     placed: tuple[str, ...] = ()
+    parts: tuple[RankingPart, ...] = ()
 
 
 class Ranker:
@@ -424,23 +446,29 @@ class Ranker:
         vectors = self.query_vectors(route.query)
         dense = self.dense(route.query, n, route.where, vectors=vectors)
         cosine = {h.chunk_id: h.score for h in dense}
-        rankings, weights = [dense], [1.0]
+        rankings, weights, names = [dense], [1.0], ["dense"]
         if cfg.hybrid:
             rankings.append(self.lexical(route.query, n, route.where))
             weights.append(cfg.lexical_weight)
+            names.append("lexical")
         if route.boost:
             routed = self.dense(route.query, n, _and(route.where, doc_filter(route.boost)), vectors=vectors)
             cosine.update((h.chunk_id, h.score) for h in routed)
             rankings.append(routed)
             weights.append(cfg.title_routing_weight)
+            names.append("routed")
         if cfg.title_weight > 0:
             rankings.append(self.titles(route.query, n, route.where, vectors, cosine))
             weights.append(cfg.title_weight)
+            names.append("titles")
         hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
         if cfg.focus_weight > 0 and not route.named:
             focused = self.focus(route, hits, n)
             if focused:  # fused with the fused ranking (weight 1), not with each of its parts
                 hits = fuse_rrf([hits, focused], [1.0, cfg.focus_weight], cfg.rrf_k)
+                rankings.append(focused)
+                weights.append(cfg.focus_weight)
+                names.append("focus")
         labelled: tuple[str, ...] = ()
         if cfg.label_lookup:
             hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine, prefer=route.prefer)
@@ -448,7 +476,8 @@ class Ranker:
         if cfg.implied_rank >= 0 and not labelled:
             hits, placed = self.implied_sections(route.query, hits, route.where, vectors, cosine,
                                                  prefer=route.prefer)
-        return Ranking(hits, cosine, vectors, labelled, placed)
+        parts = tuple(RankingPart(*p) for p in zip(names, weights, map(tuple, rankings), strict=True))
+        return Ranking(hits, cosine, vectors, labelled, placed, parts)
 
     # -- records ----------------------------------------------------------------------------
     def live(self, hits: Iterable[Hit]) -> list[Hit]:

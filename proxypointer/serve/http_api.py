@@ -4,11 +4,14 @@ FastAPI routes (OpenAPI at ``/docs`` and ``/openapi.json``), served by uvicorn, 
 :class:`~proxypointer.serve.security.Guard`:
 
 ==========================================  =====================================================
+``GET /``                                   the inspector page (:mod:`.inspector`), ``/inspector/*`` its files
 ``POST /query``                             search: ``{"query", "k", "doc_ids", "prefix", "max_tokens"}``
+``POST /explain``                           why each section ranked: ``{"query", "k", "doc_ids", "prefix"}``
 ``GET /documents``                          ``?prefix=&offset=&limit=``
 ``GET /documents/{doc_id}/tree``            skeleton tree, ``?depth=``
 ``GET /documents/{doc_id}/sections/{node}`` exact section text, ``?start_line=&end_line=&max_tokens=``
 ``GET /documents/{doc_id}/lines``           exact lines of the document, same query parameters
+``GET /documents/{doc_id}/file``            the PDF it was indexed from (open at ``#page=N``)
 ``GET /healthz``                            liveness (no token needed)
 ``POST /ingest``                            ``{"paths": [...], "prune": false}``: ``--allow-write`` only
 ``DELETE /documents/{doc_id}``              ``--allow-write`` only
@@ -26,13 +29,14 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import Field
 
 from .._version import __version__
 from ..errors import ProxyPointerError
 from .arguments import StrictArguments, validation_detail
-from .errors import status_of
+from .errors import NotFound, status_of
+from .inspector import CONTENT_SECURITY_POLICY, asset
 from .listening import check_port
 from .security import Guard, bearer_token, is_loopback
 from .service import Service
@@ -55,11 +59,29 @@ class QueryBody(StrictArguments):
     )
 
 
+class ExplainBody(StrictArguments):
+    """Body of ``POST /explain``: a search's arguments, without the budget (strict as :class:`QueryBody`)."""
+
+    query: str = Field(description="Question or keywords.")
+    k: int | None = Field(None, description="Sections wanted (default retrieval.k, at most serve.max_k).")
+    doc_ids: list[str] | None = Field(None, description="Only search these documents.")
+    prefix: str | None = Field(None, description="Only search documents whose doc_id starts with this.")
+
+
 class IngestBody(StrictArguments):
     """Body of ``POST /ingest`` (strict as :class:`QueryBody`)."""
 
     paths: list[str] = Field(description="Files or folders under serve.ingest_roots.")
     prune: bool = Field(False, description="Also delete documents whose files are gone from the given folders.")
+
+
+#: Headers of the inspector page: no framing by others, no sniffing, only its own files (:mod:`.inspector`).
+_PAGE_HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-cache",
+}
 
 
 def create_app(service: Service, *, host: str) -> Any:
@@ -106,6 +128,25 @@ def create_app(service: Service, *, host: str) -> Any:
     async def query(body: QueryBody) -> dict[str, Any]:
         return await service.call(service.search, body.query, body.k, body.doc_ids, body.prefix, body.max_tokens)
 
+    @app.post("/explain", summary="Why each section of a search ranked: what fusion saw for it")
+    async def explain(body: ExplainBody) -> dict[str, Any]:
+        return await service.call(service.explain, body.query, body.k, body.doc_ids, body.prefix)
+
+    @app.get("/", summary="The inspector page", include_in_schema=False)
+    async def inspector_page() -> Response:
+        content, media = asset("inspector.html")
+        return Response(content, media_type=media, headers=_PAGE_HEADERS)
+
+    @app.get("/inspector/{name}", summary="A file of the inspector page", include_in_schema=False)
+    async def inspector_file(name: str) -> Response:
+        if name == "inspector.html":
+            raise NotFound("the inspector page is served at /")
+        try:
+            content, media = asset(name)
+        except KeyError:
+            raise NotFound(f"/inspector/{name}: no such file") from None
+        return Response(content, media_type=media, headers={"cache-control": "no-cache"})
+
     @app.get("/documents", summary="List the indexed documents")
     async def documents(
         prefix: Annotated[str | None, Query(description="Only doc_ids starting with this.")] = None,
@@ -138,6 +179,12 @@ def create_app(service: Service, *, host: str) -> Any:
         max_tokens: Annotated[int | None, Query(ge=1)] = None,
     ) -> dict[str, Any]:
         return await service.call(service.get_section, doc_id, None, start_line, end_line, max_tokens)
+
+    @app.get("/documents/{doc_id:path}/file", summary="The PDF a document was indexed from (open at #page=N)")
+    async def document_file(doc_id: str) -> FileResponse:
+        path = await service.call(service.document_file, doc_id)
+        return FileResponse(path, media_type="application/pdf", content_disposition_type="inline",
+                            filename=path.name, headers={"x-content-type-options": "nosniff"})
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, Any]:
@@ -188,6 +235,7 @@ def run_http(
     if ready is not None:
         shown = f"[{host}]" if ":" in host else host
         mode = "read-write" if service.allow_write else "read-only"
-        ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; docs at /docs; "
+        ready(f"serving http://{shown}:{port} ({mode}{', bearer token required' if app.token else ''}; "
+              f"inspector at /, API docs at /docs; "
               f"{started['preload']})")
     uvicorn.run(app, host=host, port=port, **uvicorn_options(service.limits))

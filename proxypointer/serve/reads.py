@@ -1,4 +1,4 @@
-"""The service's reads: search, the document list, a document's structure, sections and text.
+"""The service's reads: search and why it ranked, the document list, structure, sections, text, PDFs.
 
 Every argument is checked and limited here (``serve`` section of the config). Texts are the
 stored source lines of the live version of a document (:mod:`.snapshots`), cut to a budget in
@@ -10,17 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..config import ServeConfig
 from ..docids import normalize_doc_id
 from ..lines import slice_lines
+from ..retrieve.explain import Explainer
 from ..store.registry import DocumentRecord
 from .concurrency import SharedEmbedder
 from .errors import MAX_ID_CHARS, BadRequest, NotFound, int_arg, text_arg
 from .readers import ReaderPool
 from .snapshots import Snapshot, Snapshots
 from .texts import breadcrumb, budgeted, depths, fit_lines
+
+if TYPE_CHECKING:
+    from ..retrieve.retriever import Retriever
 
 __all__ = ["MAX_DOC_IDS", "MAX_LIST", "ReadAPI"]
 
@@ -86,25 +91,10 @@ class ReadAPI:
             BadRequest: On an empty or too long query, k or max_tokens out of range.
             NotFound: If a doc_id is not in the index.
         """
-        query = text_arg("query", query, self._limits.max_query_chars)
-        if not query.strip():
-            raise BadRequest("query: must not be empty")
-        k = self._default_k if k is None else int_arg("k", k, 1, self._limits.max_k)
+        query, k, ids, prefix = self._search_args(query, k, doc_ids, prefix)
         budget = self._budget(max_tokens)
-        ids = None
-        if doc_ids is not None:
-            if isinstance(doc_ids, str) or not isinstance(doc_ids, Sequence):
-                raise BadRequest("doc_ids: expected a list of doc_id strings")
-            if len(doc_ids) > MAX_DOC_IDS:
-                raise BadRequest(f"doc_ids: at most {MAX_DOC_IDS} ids, got {len(doc_ids)}")
-            ids = [text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids]  # [] selects nothing
-        if prefix is not None:
-            prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
         with self._pool.borrow() as reader:
-            if ids:  # as users write them: NFC or not, or the citation form (`handbook.md`)
-                ids, unknown = reader.retriever.resolve_doc_ids(ids)
-                if unknown:
-                    raise NotFound(f"doc_ids: not in the index: {unknown[:5]}; list_documents gives the ids")
+            ids = self._resolve(reader.retriever, ids)
             sections = reader.retriever.retrieve(query, k, doc_ids=ids, source_prefix=prefix or None)
         tokenizer = self._embedder.tokenizer
         out, used = [], 0
@@ -113,6 +103,72 @@ class ReadAPI:
             used += n_tok
             out.append(item)
         return {"query": query, "k": k, "max_tokens": budget, "tokens": used, "sections": out}
+
+    def explain(
+        self,
+        query: str,
+        k: int | None = None,
+        doc_ids: Sequence[str] | None = None,
+        prefix: str | None = None,
+    ) -> dict[str, Any]:
+        """Say why each section of a search ranked: what fusion saw for it (:mod:`proxypointer.retrieve.explain`).
+
+        Args:
+            query: As for :meth:`search`.
+            k: As for :meth:`search`.
+            doc_ids: As for :meth:`search`.
+            prefix: As for :meth:`search`.
+
+        Returns:
+            :meth:`~proxypointer.retrieve.explain.QueryExplanation.to_dict`, ``k`` added: the
+            text searched, the documents title routing named or boosted, the rankings fused
+            (name, weight, chunks) and per section (``doc_id``, ``node_id``, ``rank``, in the
+            order :meth:`search` gives) its ``fused_rank``, its ``signals`` (per ranking:
+            ``rank`` 1-based, 0 when absent; ``score``; ``contribution`` to the RRF score),
+            ``labelled``, ``implied`` and ``reached_via``. Costs about a second search.
+
+        Raises:
+            BadRequest: On an empty or too long query, k out of range.
+            NotFound: If a doc_id is not in the index.
+        """
+        query, k, ids, prefix = self._search_args(query, k, doc_ids, prefix)
+        with self._pool.borrow() as reader:
+            ids = self._resolve(reader.retriever, ids)
+            sections = reader.retriever.retrieve(query, k, doc_ids=ids, source_prefix=prefix or None)
+            why = Explainer(reader.retriever).explain(query, sections, k, doc_ids=ids, source_prefix=prefix or None)
+        return {"k": k, **why.to_dict()}
+
+    def document_file(self, doc_id: str) -> Path:
+        """Return the original PDF a document was indexed from, for a viewer to open at a page.
+
+        The store keeps the converted text, not the PDF: this is the file at the path the
+        registry recorded, served only for a document of the index whose source is a ``.pdf``
+        and only while that file still has the size it had when indexed (its pages are then
+        those the citations name). No path from the request is ever read.
+
+        Args:
+            doc_id: A doc_id from :meth:`list_documents` or a search result.
+
+        Returns:
+            The absolute path of the PDF.
+
+        Raises:
+            NotFound: If the document is not in the index, was not indexed from a PDF, or its
+                file is gone or changed (re-ingest it).
+        """
+        doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
+        rec = self._snapshot(doc_id).record
+        path = Path(rec.source_path)
+        if path.suffix.lower() != ".pdf":
+            raise NotFound(f"doc_id {rec.doc_id!r}: indexed from {path.name}, not a PDF; only PDFs are served")
+        try:
+            size = path.stat().st_size if path.is_file() else -1
+        except OSError:
+            size = -1
+        if size != rec.source_size:
+            what = "is gone" if size < 0 else f"changed since it was indexed ({size} bytes, was {rec.source_size})"
+            raise NotFound(f"{path}: the PDF of {rec.doc_id!r} {what}; ingest it again")
+        return path
 
     def list_documents(self, prefix: str | None = None, offset: int = 0, limit: int = MAX_LIST) -> dict[str, Any]:
         """List the documents with a live version, by doc_id.
@@ -288,6 +344,34 @@ class ReadAPI:
         doc_id = text_arg("doc_id", doc_id, MAX_ID_CHARS)
         snap = self._snapshot(doc_id)
         return "\n".join(snap.lines)
+
+    def _search_args(
+        self, query: Any, k: Any, doc_ids: Any, prefix: Any
+    ) -> tuple[str, int, list[str] | None, str | None]:
+        """Check the arguments of :meth:`search` and :meth:`explain`: ``(query, k, doc_ids, prefix)``."""
+        query = text_arg("query", query, self._limits.max_query_chars)
+        if not query.strip():
+            raise BadRequest("query: must not be empty")
+        k = self._default_k if k is None else int_arg("k", k, 1, self._limits.max_k)
+        ids = None
+        if doc_ids is not None:
+            if isinstance(doc_ids, str) or not isinstance(doc_ids, Sequence):
+                raise BadRequest("doc_ids: expected a list of doc_id strings")
+            if len(doc_ids) > MAX_DOC_IDS:
+                raise BadRequest(f"doc_ids: at most {MAX_DOC_IDS} ids, got {len(doc_ids)}")
+            ids = [text_arg("doc_ids[]", d, MAX_ID_CHARS) for d in doc_ids]  # [] selects nothing
+        if prefix is not None:
+            prefix = text_arg("prefix", prefix, MAX_ID_CHARS)
+        return query, k, ids, prefix
+
+    @staticmethod
+    def _resolve(retriever: Retriever, ids: list[str] | None) -> list[str] | None:
+        """Map doc ids as users write them (NFC or not, or the citation form ``handbook.md``) to the store's."""
+        if ids:
+            ids, unknown = retriever.resolve_doc_ids(ids)
+            if unknown:
+                raise NotFound(f"doc_ids: not in the index: {unknown[:5]}; list_documents gives the ids")
+        return ids
 
     def _snapshot(self, doc_id: str) -> Snapshot:
         """Read the live version of one document with a borrowed reader."""

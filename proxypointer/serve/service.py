@@ -182,6 +182,16 @@ class Service:
         """Find the ``k`` best whole sections for a query, their texts within a budget (:meth:`.ReadAPI.search`)."""
         return self.reads.search(query, k, doc_ids, prefix, max_tokens)
 
+    def explain(
+        self, query: str, k: int | None = None, doc_ids: Sequence[str] | None = None, prefix: str | None = None
+    ) -> dict[str, Any]:
+        """Say why each section of a search ranked: what fusion saw for it (:meth:`.ReadAPI.explain`)."""
+        return self.reads.explain(query, k, doc_ids, prefix)
+
+    def document_file(self, doc_id: str) -> Path:
+        """Return the original PDF a document was indexed from, while unchanged (:meth:`.ReadAPI.document_file`)."""
+        return self.reads.document_file(doc_id)
+
     def list_documents(self, prefix: str | None = None, offset: int = 0, limit: int = MAX_LIST) -> dict[str, Any]:
         """List the documents with a live version, by doc_id (:meth:`.ReadAPI.list_documents`)."""
         return self.reads.list_documents(prefix, offset, limit)

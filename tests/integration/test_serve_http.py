@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -116,6 +117,43 @@ def test_refusals(server, method, path, body, status, words):
     assert all(w in r.text for w in words), r.text
     if status == 403:  # nothing was written
         assert httpx.get(server.url + "/documents").json()["total"] == 3
+
+
+def test_explain_says_what_fusion_saw_for_each_section_of_the_query(server):
+    body = {"query": "parental leave pay", "k": 3}
+    got = httpx.post(server.url + "/query", json=body).json()["sections"]
+    why = httpx.post(server.url + "/explain", json=body)
+    assert why.status_code == 200, why.text
+    why = why.json()
+    assert [(x["doc_id"], x["node_id"], x["rank"]) for x in why["sections"]] == [
+        (s["doc_id"], s["node_id"], i) for i, s in enumerate(got, 1)
+    ]
+    assert [r["name"] for r in why["rankings"]] == ["dense", "lexical", "titles"]
+    assert why["sections"][0]["fused_rank"] == 1 and why["k"] == 3
+    assert [x["name"] for x in why["sections"][0]["signals"]] == ["dense", "lexical", "titles"]
+    refused = httpx.post(server.url + "/explain", json={"query": "leave", "max_tokens": 10})
+    assert refused.status_code == 422 and "max_tokens" in refused.text  # no budget: nothing is delivered
+    assert httpx.post(server.url + "/explain", json={"query": " "}).status_code == 400
+
+
+def test_the_inspector_page_and_its_files_are_served_and_nothing_else(server):
+    page = httpx.get(server.url + "/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    loads = re.findall(r'(?:src|href)="([^"]*)"', page.text)
+    assert "/inspector/inspector.js" in loads and all(u.startswith("/") for u in loads)  # no CDN
+    for name, media in (("inspector.js", "text/javascript"), ("inspector.css", "text/css")):
+        r = httpx.get(server.url + "/inspector/" + name)
+        assert r.status_code == 200 and r.headers["content-type"].startswith(media)
+        assert "innerHTML" not in r.text  # document text goes in as text only
+    for path in ("/inspector/inspector.html", "/inspector/..%2Fhttp_api.py", "/inspector/secret.txt"):
+        assert httpx.get(server.url + path).status_code == 404, path
+    assert httpx.get(server.url + "/", headers={"host": "evil.example"}).status_code == 421
+    # only a registered PDF is served; data/ holds markdown
+    r = httpx.get(server.url + "/documents/employee-handbook/file")
+    assert r.status_code == 404 and "not a PDF" in r.json()["detail"]
+    assert httpx.get(server.url + "/documents/nope/file").status_code == 404
 
 
 @pytest.mark.parametrize(
