@@ -299,3 +299,20 @@ def test_rerank_config_is_checked():
         config_from_dict({"rerank": {"candidates": 0}})
     cfg = config_from_dict({"rerank": {"backend": "llm"}, "llm": {"base_url": "http://127.0.0.1:1/v1", "model": "m"}})
     assert cfg.rerank.backend == "llm"
+
+
+def test_a_servers_readers_share_one_reranker(store, tmp_path):
+    import threading
+
+    from proxypointer.serve.concurrency import SharedEmbedder
+    from proxypointer.serve.readers import ReaderPool
+
+    # the folder is checked when the reranker is made; the model loads on the first query
+    cfg = config_from_dict({"rerank": {"backend": "cross-encoder", "model": str(tmp_path)}, "serve": {"threads": 3}})
+    pool = ReaderPool(store, cfg, SharedEmbedder(HashingEmbedder()), write_lock=threading.Lock(), writer=None)
+    try:
+        rerankers = {id(r.retriever.reranker) for r in pool.readers}
+        assert len(pool.readers) == 3 and len(rerankers) == 1
+        assert isinstance(pool.readers[0].retriever.reranker, CrossEncoderReranker)
+    finally:
+        pool.close()

@@ -35,8 +35,10 @@ class CrossEncoderReranker:
     activation: a sigmoid in [0, 1] for a one-label model; higher is better); ties keep the fused
     order.
 
-    Thread-safe: the model is loaded once, under a lock, on the first :meth:`rerank`; inference
-    shares it.
+    Thread-safe: one lock serialises loading (once, on the first :meth:`rerank`) and scoring: a
+    Hugging Face fast tokenizer used by two threads at once can fail ("Already borrowed"), and
+    one forward pass already uses the cores torch is given. A server's readers share one
+    reranker (:class:`~proxypointer.serve.readers.ReaderPool`), so one model is loaded.
 
     Args:
         config: The ``rerank`` section (``model``, ``max_tokens``, ``batch_size``, ``device``,
@@ -66,9 +68,12 @@ class CrossEncoderReranker:
                 with more than one output label.
         """
         with self._lock:
-            if self._model is None:
-                self._model = self._load()
-            return self._model
+            return self._loaded()
+
+    def _loaded(self) -> Any:
+        if self._model is None:  # under self._lock
+            self._model = self._load()
+        return self._model
 
     def _load(self) -> Any:
         try:
@@ -107,9 +112,9 @@ class CrossEncoderReranker:
         """
         if not sections:
             return []
-        model = self.model()
         pairs = [(query, candidate_text(s, self.config.excerpt_chars)) for s in sections]
-        scores = [float(x) for x in model.predict(pairs, batch_size=self.config.batch_size,
-                                                  show_progress_bar=False).reshape(-1)]
+        with self._lock:
+            raw = self._loaded().predict(pairs, batch_size=self.config.batch_size, show_progress_bar=False)
+        scores = [float(x) for x in raw.reshape(-1)]
         order = sorted(range(len(sections)), key=lambda i: -scores[i])
         return reorder(sections, order, [scores[i] for i in order])
