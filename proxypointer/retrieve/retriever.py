@@ -332,7 +332,7 @@ class Retriever:
         pinned = [s for s in sections if s.reached_via == "query"]
         rest = [s for s in sections if s.reached_via != "query"]
         ranked = [*pinned, *self.reranker.rerank(query, rest)][:k]
-        by_key = {(c.section.metadata["doc_id"], c.section.metadata["node_id"]): c for c in found}
+        by_key = {(c.section.metadata.get("doc_id"), c.section.metadata.get("node_id")): c for c in found}
         return self.builder.sections([replace(by_key[(s.doc_id, s.node_id)], rank_score=s.rank_score)
                                       for s in ranked])
 

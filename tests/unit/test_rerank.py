@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeLLM, HashingEmbedder
 
-from proxypointer.config import LLMConfig, ProxyPointerConfig, RerankConfig, config_from_dict
+from proxypointer.config import LLMConfig, ProxyPointerConfig, RerankConfig, RetrievalConfig, config_from_dict
 from proxypointer.errors import ConfigError
 from proxypointer.retrieve.rerank import CrossEncoderReranker, LLMReranker, candidate_text, make_reranker
 from proxypointer.retrieve.rerank.llm import RERANK_PROMPT, build_rerank_messages, parse_order
@@ -110,6 +110,25 @@ def test_the_reranker_sees_candidates_and_k_applies_after_reranking(open_index):
     assert [s.rank_score for s in got] == [8.0, 7.0, 6.0]  # the reranker's scores
     cosine = {key(s): s.score for s in fused}
     assert all(s.score == cosine[key(s)] for s in got)  # the cosine kept
+
+
+def test_sections_are_delivered_by_their_new_ranks(store):
+    from proxypointer.index import Index
+
+    # every section is over the cap; ranks after the first deliver at most 8 word pieces
+    retrieval = RetrievalConfig(subtree_cap_tokens=1, full_ranks=1, tail_own_tokens=8)
+    made = [Index(store, ProxyPointerConfig(retrieval=retrieval, rerank=RerankConfig(candidates=4)), HashingEmbedder())
+            for _ in range(2)]
+    try:
+        fused = Retriever(made[0]).retrieve(QUERY, k=4)
+        got = Retriever(made[1], reranker=ReverseReranker()).retrieve(QUERY, k=4)
+    finally:
+        for idx in made:
+            idx.close()
+    tok = HashingEmbedder().tokenizer
+    assert [key(s) for s in got] == [key(s) for s in fused[::-1]]
+    assert tok.count(fused[-1].text) <= 8 < tok.count(got[0].text)  # a tail before, first now
+    assert tok.count(fused[0].text) > 8 >= tok.count(got[-1].text)  # first before, a tail now
 
 
 def test_sections_a_query_label_names_stay_first(open_index):
