@@ -1,7 +1,7 @@
 """Typed configuration, validated once, and ``load_config`` (the only place YAML is read).
 
 Every stage gets only its own frozen section: ``tree``, ``chunking``, ``embedding``, ``store``,
-``retrieval``. Defaults here equal ``configs/default.yaml``; a test keeps the two in step.
+``retrieval``, ``rerank``. Defaults here equal ``configs/default.yaml``; a test keeps the two in step.
 """
 
 from __future__ import annotations
