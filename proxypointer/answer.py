@@ -21,15 +21,15 @@ Example:
 from __future__ import annotations
 
 import logging
-import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from .chat import ChatClient, OpenAIChatClient, short_text
 from .chunk.datauri import replace_data_uris
 from .config import LLMConfig
-from .errors import ConfigError, LLMError, MissingDependencyError
+from .errors import ConfigError, LLMError
 from .retrieve.context import Assembler, ContextBlock
 from .retrieve.conversation import Turn, contextual_query
 from .retrieve.delivery import format_outline
@@ -85,116 +85,6 @@ _CITE = re.compile(
     re.IGNORECASE,
 )
 _MAX_RANGE = 50
-
-
-class ChatClient(Protocol):
-    """Anything that turns chat messages into the assistant's reply text."""
-
-    @property
-    def name(self) -> str:
-        """Model name, reported in :attr:`Answer.model`."""
-        ...
-
-    def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Return the reply to ``messages`` (``{"role": ..., "content": ...}`` dicts)."""
-        ...
-
-
-class OpenAIChatClient:
-    """Chat completions over HTTP with the ``openai`` package (timeouts and retries built in).
-
-    Args:
-        config: Endpoint, model, key variable, timeout, retries, temperature.
-
-    Raises:
-        ConfigError: If ``config`` names no endpoint or model.
-
-    """
-
-    def __init__(self, config: LLMConfig) -> None:
-        if not config.configured:
-            raise ConfigError(
-                "llm: not configured; set llm.base_url and llm.model (see configs/llm-example.yaml)"
-            )
-        self.config = config
-        self._client: Any = None
-
-    @property
-    def name(self) -> str:
-        """The model name."""
-        return self.config.model
-
-    def _openai(self) -> Any:
-        if self._client is None:
-            try:
-                import openai
-            except ImportError as err:
-                raise MissingDependencyError(
-                    "openai is not installed; pip install 'proxypointer[llm]' to use llm.base_url"
-                ) from err
-            key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
-            if not key:
-                logger.debug("$%s is not set; sending a placeholder key", self.config.api_key_env)
-            self._client = openai.OpenAI(
-                base_url=self.config.base_url,
-                api_key=key or "not-needed",
-                timeout=self.config.timeout_s,
-                max_retries=self.config.max_retries,
-            )
-        return self._client
-
-    def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Send ``messages`` and return the first choice's text.
-
-        Raises:
-            LLMError: On a timeout or connection error (after ``max_retries`` retries), an
-                HTTP error status, or a reply without text.
-            MissingDependencyError: If ``openai`` is not installed.
-
-        """
-        client = self._openai()
-        import openai
-
-        where = f"llm {self.config.base_url} ({self.config.model})"
-        try:
-            resp = client.chat.completions.create(
-                model=self.config.model,
-                messages=[dict(m) for m in messages],
-                temperature=self.config.temperature,
-            )
-        except openai.APITimeoutError as err:
-            raise LLMError(
-                f"{where}: no reply within llm.timeout_s={self.config.timeout_s:g} s "
-                f"(after {self.config.max_retries} retries); raise the timeout or check the server"
-            ) from err
-        except openai.APIConnectionError as err:
-            raise LLMError(
-                f"{where}: cannot connect ({err}); check llm.base_url and that the server runs"
-            ) from err
-        except openai.AuthenticationError as err:
-            raise LLMError(
-                f"{where}: the server refused the API key (HTTP {err.status_code}); "
-                f"set ${self.config.api_key_env}"
-            ) from err
-        except openai.APIStatusError as err:
-            raise LLMError(f"{where}: HTTP {err.status_code}: {_short(err.message)}") from err
-        except openai.APIError as err:  # malformed body the client could not parse
-            raise LLMError(f"{where}: malformed reply ({_short(str(err))})") from err
-        choices = getattr(resp, "choices", None)
-        message = (
-            getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
-        )
-        content = getattr(message, "content", None)
-        if not isinstance(content, str) or not content.strip():
-            raise LLMError(
-                f"{where}: malformed reply (no message text in the first choice); check the server"
-            )
-        return content.strip()
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def format_block(number: int, block: ContextBlock) -> str:
@@ -417,7 +307,7 @@ class Answerer:
         for t in (h if isinstance(h, Turn) else Turn(str(h)) for h in history[-3:]):
             lines.append(f"User: {t.question}")
             if t.answer:
-                lines.append(f"Assistant: {_short(t.answer, 500)}")
+                lines.append(f"Assistant: {short_text(t.answer, 500)}")
         lines.append(f"User (last question): {question}")
         reply = client.complete(
             [

@@ -1,7 +1,7 @@
 """Typed configuration, validated once, and ``load_config`` (the only place YAML is read).
 
 Every stage gets only its own frozen section: ``tree``, ``chunking``, ``embedding``, ``store``,
-``retrieval``. Defaults here equal ``configs/default.yaml``; a test keeps the two in step.
+``retrieval``, ``rerank``. Defaults here equal ``configs/default.yaml``; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ __all__ = [
     "PDFConfig",
     "PagesConfig",
     "ProxyPointerConfig",
+    "RERANK_BACKENDS",
+    "RerankConfig",
     "RetrievalConfig",
     "ServeConfig",
     "StoreConfig",
@@ -614,6 +616,60 @@ class LLMConfig:
         return bool(self.base_url and self.model)
 
 
+#: What ``rerank.backend`` accepts: no reranker, a local cross-encoder, or the ``llm:`` endpoint.
+RERANK_BACKENDS: tuple[str, ...] = ("none", "cross-encoder", "llm")
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """An optional reranker after fusion (:mod:`proxypointer.retrieve.rerank`); off by default.
+
+    No reranker weights ship with proxypointer and none was measured to retrieve better on our
+    benchmarks, so ``backend`` is ``none`` by default (README, "Reranking").
+
+    Attributes:
+        backend: ``none`` (default: sections as fused), ``cross-encoder`` (a
+            sentence-transformers ``CrossEncoder`` read from the local folder ``model``) or
+            ``llm`` (the ``llm:`` endpoint orders the candidates, one chat call per query).
+        model: For ``cross-encoder``: a local folder holding the model (e.g. one where
+            ``cross-encoder/ms-marco-MiniLM-L-6-v2`` was saved); never downloaded.
+        candidates: Fused sections handed to the reranker per query (at least ``k`` are);
+            ``k`` of them are returned after reranking.
+        excerpt_chars: Characters of each candidate the reranker reads: its breadcrumb, then
+            its best-ranked chunk's text (the section's text when it has none), cut here.
+        max_tokens: ``cross-encoder``: word pieces of the cross-encoder's own tokenizer per
+            (query, candidate) pair, special tokens included; longer pairs are truncated.
+        batch_size: ``cross-encoder``: pairs per forward pass.
+        device: ``cross-encoder``: torch device, ``cpu`` by default.
+        prompt_chars: ``llm``: characters of all candidates listed in the prompt together
+            (breadcrumbs and excerpts); each gets an equal share, at most ``excerpt_chars``.
+        reply_tokens: ``llm``: the reply's bound, sent as ``max_tokens`` (tokens of the chat
+            model); 0: not sent.
+    """
+
+    backend: str = "none"
+    model: str = ""
+    candidates: int = 20
+    excerpt_chars: int = 1000
+    max_tokens: int = 256
+    batch_size: int = 16
+    device: str = "cpu"
+    prompt_chars: int = 12000
+    reply_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        _check(self.backend in RERANK_BACKENDS, "rerank.backend",
+               f"expected one of {list(RERANK_BACKENDS)}, got {self.backend!r}")
+        _check(self.backend != "cross-encoder" or bool(self.model.strip()), "rerank.model",
+               "rerank.backend is cross-encoder but no model folder is given; set rerank.model")
+        for name in ("candidates", "excerpt_chars", "max_tokens", "batch_size", "prompt_chars"):
+            value = getattr(self, name)
+            _check(value >= 1, f"rerank.{name}", f"expected an int >= 1, got {value}")
+        _check(self.reply_tokens >= 0, "rerank.reply_tokens",
+               f"expected an int >= 0 (0: not sent), got {self.reply_tokens}")
+        _check(bool(self.device), "rerank.device", "must not be empty")
+
+
 #: Page-marker styles ``pages.style`` accepts besides ``auto``, ``none`` and ``custom``; the
 #: same names as ``pages.BUILTIN_STYLES`` (a test keeps the two in step).
 PAGE_STYLES: tuple[str, ...] = (
@@ -819,9 +875,14 @@ class ProxyPointerConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     pages: PagesConfig = field(default_factory=PagesConfig)
     pdf: PDFConfig = field(default_factory=PDFConfig)
+
+    def __post_init__(self) -> None:
+        _check(self.rerank.backend != "llm" or self.llm.configured, "rerank.backend",
+               "llm needs an llm: section with base_url and model (see configs/llm-example.yaml)")
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -878,7 +939,7 @@ def config_from_dict(data: dict[str, Any] | None, source: str = "<config>") -> P
 
     Args:
         data: Mapping with optional keys ``tree``, ``chunking``, ``embedding``, ``store``,
-            ``retrieval``, ``llm``, ``serve``; anything missing takes its default.
+            ``retrieval``, ``llm``, ``rerank``, ``serve``; anything missing takes its default.
         source: Name used in error messages (a file path).
 
     Returns:

@@ -1,4 +1,4 @@
-"""Test doubles: a deterministic hashing embedder with the real MiniLM tokenizer.
+"""Test doubles: a deterministic hashing embedder with the real MiniLM tokenizer; a chat endpoint.
 
 Never a product default: unit tests use it so that they run in milliseconds without torch.
 """
@@ -6,7 +6,11 @@ Never a product default: unit tests use it so that they run in milliseconds with
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
@@ -100,3 +104,85 @@ class FakePDFConverter:
                 return out
 
         return _Fake()
+
+
+def completion(content, model="test-model"):
+    """A chat-completions reply body whose first choice says ``content``."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class FakeLLM:
+    """Scripted replies, one per request: ``(status, body, headers, delay_s)``; records requests."""
+
+    def __init__(self):
+        self.script: list[tuple[int, object, dict, float]] = []
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server naming
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                fake.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "json": json.loads(body),
+                    }
+                )
+                status, reply, headers, delay = (
+                    fake.script.pop(0) if fake.script else (500, {"error": "no script"}, {}, 0)
+                )
+                if delay:
+                    time.sleep(delay)
+                raw = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header(
+                        "Content-Type", headers.pop("Content-Type", "application/json")
+                    )
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply(self, content, status=200, headers=None, delay=0.0):
+        self.script.append(
+            (
+                status,
+                completion(content) if isinstance(content, str) else content,
+                dict(headers or {}),
+                delay,
+            )
+        )
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -14,6 +14,7 @@ Modules:
     stored        stored lines, word pieces per line and page maps of document versions
     delivery      what of a ranked section is delivered (subtree or own text + outline)
     sections      ``Section``, citations, sections built from ranked hits
+    rerank/       an optional reranker after fusion (``rerank:``, off): a local cross-encoder or the llm: endpoint
     retriever     ``Retriever``: store and scope checks; k distinct (doc_id, node_id) -> whole ``Section``s
     context       sections -> blocks of source lines within a context budget
     references    cross-references of retrieved sections followed and added

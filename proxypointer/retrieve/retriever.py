@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +27,10 @@ from ..errors import ConfigError, StaleSourceError, StoreNotFoundError
 from ..store.chroma import Hit
 from ..store.filters import check_where, doc_filter, names_field, sources_to_doc_ids
 from ..tree.pages import PageMap
-from .candidates import Candidates
+from .candidates import Candidate, Candidates
 from .delivery import Delivery, DeliveryPolicy
 from .ranking import Ranker, Route
+from .rerank import Reranker, make_reranker
 from .sections import STATEMENT_HEAD_LINES, Section, SectionBuilder, build_section, format_citation
 from .stored import StoredTexts
 
@@ -98,16 +99,24 @@ class Retriever:
     Args:
         index: The index to read (its embedder embeds the queries).
         ranker: Ranks chunks (default: a :class:`~proxypointer.retrieve.ranking.Ranker` of ``index``).
+        reranker: Orders the fused sections again before ``k`` are kept
+            (:mod:`proxypointer.retrieve.rerank`); default: the one the config's ``rerank:``
+            section names, none by default (``rerank.backend: none``).
+
+    Raises:
+        ConfigError: If ``rerank:`` names a cross-encoder folder that does not exist.
 
     Example:
         >>> sections = Retriever(Index(".proxypointer")).retrieve("parental leave pay", k=3)  # doctest: +SKIP
         >>> print(sections[0].citation, " > ".join(sections[0].breadcrumb))                    # doctest: +SKIP
     """
 
-    def __init__(self, index: StoreView, *, ranker: Ranker | None = None) -> None:
+    def __init__(self, index: StoreView, *, ranker: Ranker | None = None, reranker: Reranker | None = None) -> None:
         self.index = index
         self.config = index.config.retrieval
         self.ranker = ranker or Ranker(index)
+        #: The optional reranker after fusion (``rerank:``), or None.
+        self.reranker = reranker if reranker is not None else make_reranker(index.config.rerank, index.config.llm)
         #: Stored lines, word pieces per line and page maps of document versions (four LRUs).
         self.texts = StoredTexts(index)
         #: The delivery policy (``retrieval.subtree_cap_tokens``).
@@ -245,7 +254,11 @@ class Retriever:
             gives (``retrieval.subtree_cap_tokens``, :mod:`proxypointer.retrieve.delivery`): the whole
             section when it has at most ``subtree_cap_tokens`` tokens, else its own text (cut
             to ``own_text_tokens``, to ``tail_own_tokens`` for sections ranked after
-            ``full_ranks``) and an ``outline`` of its children.
+            ``full_ranks``) and an ``outline`` of its children. With a reranker
+            (``rerank.backend``), the first ``max(k, rerank.candidates)`` sections found so are
+            reordered by it (sections a label in the query names stay first), the first ``k``
+            of its order are returned, delivered by their new ranks, and ``rank_score`` is the
+            reranker's score (``score`` stays the cosine).
 
         Raises:
             ConfigError: If ``k`` < 1, the query is empty, or a filter is not supported.
@@ -274,6 +287,7 @@ class Retriever:
         return self._retrieve(query, k, scope)
 
     def _retrieve(self, query: str, k: int, scope: Scope) -> list[Section]:
+        n = k if self.reranker is None else max(k, self.index.config.rerank.candidates)  # sections ranked
         gone: set[str] = set()  # documents whose stored source is missing: searched again without them
         for _ in range(MISSING_SOURCE_SEARCHES):
             where = scope.where
@@ -281,15 +295,46 @@ class Retriever:
                 left_out = {"doc_id": {"$nin": sorted(gone)}}
                 where = left_out if where is None else {"$and": [where, left_out]}
             route = self.ranker.route(query, where)
-            found = self.candidates.find(route, k)
-            if route.named and len(found) < k:  # the named document has fewer than k sections
-                found = self.candidates.fill(found, self.candidates.find(Route(route.query, where), k), k)
+            found = self.candidates.find(route, n)
+            if route.named and len(found) < n:  # the named document has fewer than n sections
+                found = self.candidates.fill(found, self.candidates.find(Route(route.query, where), n), n)
             missing: set[str] = set()
             out = self.builder.sections(found, missing)
-            if not missing or len(out) >= k:
-                return out
+            if not missing or len(out) >= n:
+                break
             gone |= missing
-        return out
+        return out if self.reranker is None else self.rerank(query, found, out, k)
+
+    def rerank(self, query: str, found: Sequence[Candidate], sections: Sequence[Section], k: int) -> list[Section]:
+        """Order fused sections by the reranker and build the first ``k`` in their new ranks.
+
+        Sections put first because the query names their label (``reached_via == "query"``,
+        ``retrieval.label_lookup``) stay first, in their order; the reranker orders the others.
+        The first ``k`` are built again from their candidates, so that the delivery policy
+        (``retrieval.full_ranks``, ``tail_own_tokens``, ``delivery_budget_tokens``) applies to
+        their new ranks.
+
+        Args:
+            query: The query.
+            found: The ranked candidates ``sections`` were built from.
+            sections: Their sections, in fused order.
+            k: Sections wanted.
+
+        Returns:
+            At most ``k`` sections in the reranker's order; ``rank_score`` is its score,
+            ``score`` the cosine.
+
+        Raises:
+            StaleSourceError: If a record vanished meanwhile (:meth:`SectionBuilder.sections`).
+        """
+        if self.reranker is None:
+            return list(sections[:k])
+        pinned = [s for s in sections if s.reached_via == "query"]
+        rest = [s for s in sections if s.reached_via != "query"]
+        ranked = [*pinned, *self.reranker.rerank(query, rest)][:k]
+        by_key = {(c.section.metadata.get("doc_id"), c.section.metadata.get("node_id")): c for c in found}
+        return self.builder.sections([replace(by_key[(s.doc_id, s.node_id)], rank_score=s.rank_score)
+                                      for s in ranked])
 
     # -- sections and stored texts (the parts' methods, for the layers on top) -----------------
     def section_of_hit(self, hit: Hit, score: float, rank_score: float, group: Sequence[Hit] = ()) -> Section:

@@ -82,8 +82,9 @@ class Section:
         chunk_id: Id of the best-ranked chunk (``""`` for a section added by references).
         rank_score: The score the sections were ordered by, higher is better: the cosine
             similarity (dense search, ``section_scoring: max``), else the section score of
-            ``retrieval.section_scoring`` over fused RRF chunk scores. Comparable only within
-            one result list.
+            ``retrieval.section_scoring`` over fused RRF chunk scores; with a reranker
+            (``rerank.backend``), its score (:mod:`proxypointer.retrieve.rerank`). Comparable
+            only within one result list.
         reached_via: For a section added by :mod:`proxypointer.tree.references`, the citing section
             as ``<breadcrumb> (L<start>-L<end>)``; ``"query"`` for a section put first because
             the query names its label, or that of a section enclosing it

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ProxyPointerConfig
+from ..retrieve.rerank import make_reranker
 from ..retrieve.retriever import Retriever
 from ..store.preload import PreloadReport
 from .concurrency import CHROMA_LOCK, Gate, ServedIndex, SharedEmbedder
@@ -46,7 +47,8 @@ class ReaderPool:
     Args:
         root: Store folder.
         config: Full configuration: ``serve.threads`` readers, ``store.mode`` (only a
-            persistent store is reloaded).
+            persistent store is reloaded), ``rerank`` (one reranker, and one cross-encoder
+            model, shared by every reader).
         embedder: The model every reader shares.
         write_lock: This server's write lock: a reload runs only while no write of this
             server does, and holds it meanwhile (its writes go through the same in-process
@@ -69,9 +71,10 @@ class ReaderPool:
     ) -> None:
         self.readers: list[Reader] = []
         self._pool: queue.Queue[Reader] = queue.Queue()
+        reranker = make_reranker(config.rerank, config.llm)  # one model for every reader (``rerank:``)
         for _ in range(config.serve.threads):
             index = ServedIndex(root, config, embedder)
-            reader = Reader(index, Retriever(index))
+            reader = Reader(index, Retriever(index, reranker=reranker))
             self.readers.append(reader)
             self._pool.put(reader)
         self._persistent = config.store.mode == "persistent"

@@ -30,6 +30,7 @@ RANK = {
     "pdflog": 1,
     "lines": 1,
     "config": 2,
+    "chat": 3,
     "embed": 3,
     "tree": 4,
     "read": 5,
