@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -364,6 +365,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address: only with --engine ray", file=sys.stderr)
         return 2
+    if args.paths and not any(os.path.lexists(p) for p in args.paths):
+        # nothing to read: say so before a store is opened, so that no empty store is left behind
+        from .docids import escaped
+
+        for p in args.paths:
+            print(f"error: {escaped(str(p))}: no such file or folder; check the path", file=sys.stderr)
+        return 1
     index = _index(args)
     if args.engine == "ray":
         from .ingest.ray import ray_ingest  # Ray itself loads only now

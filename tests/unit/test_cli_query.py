@@ -233,3 +233,12 @@ def test_a_huge_heading_is_cut_in_the_breadcrumbs_shown(cli, capsys, tmp_path, f
     out = capsys.readouterr().out
     assert "Maintenance" in out and "(20,005 characters)" in out
     assert max(len(line) for line in out.splitlines()) < 500
+
+
+def test_ingest_of_only_missing_paths_creates_no_store(cli, capsys, tmp_path):
+    store = tmp_path / "store"
+    assert cli(["--store", str(store), "ingest", str(tmp_path / "nosuch"), str(tmp_path / "gone.md")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'nosuch'}: no such file or folder; check the path" in err
+    assert f"error: {tmp_path / 'gone.md'}: no such file or folder" in err
+    assert not store.exists()
