@@ -639,18 +639,21 @@ def _print_tree(f: str, tree, pages, page_span, fmt: str) -> None:  # noqa: ANN0
     else:
         from .tree.check import tree_outline
 
+        # a deck's pages are its slides (read.slides): say so, as its citations do
+        deck = f.lower().endswith(".pptx")
+        page, pages_word, span = ("slide", "slides", "slides") if deck else ("p.", "pages", "pp.")
         if not tree.nodes:
-            counts = f"{tree.line_count} lines" + (f", {pages.page_count} pages" if pages is not None else "")
+            counts = f"{tree.line_count} lines" + (f", {pages.page_count} {pages_word}" if pages is not None else "")
             print(f"{f} ({counts})")
             print("no headings: the document is indexed in sliding windows of lines")
         elif pages is None:
             print(f"{f} ({tree.line_count} lines)")
             print(tree_outline(tree))
         else:
-            print(f"{f} ({tree.line_count} lines, {pages.page_count} pages)")
+            print(f"{f} ({tree.line_count} lines, {pages.page_count} {pages_word})")
             for row, node in zip(tree_outline(tree).split("\n"), tree.nodes, strict=True):
                 a, b = page_span(node)
-                print(f"{row}  " + (f"p. {a}" if a == b else f"pp. {a}-{b}") if a else row)
+                print(f"{row}  " + (f"{page} {a}" if a == b else f"{span} {a}-{b}") if a else row)
 
 
 def _print_gold(f: str, gold: str, tree, page_span, pages, as_json: bool) -> int:  # noqa: ANN001

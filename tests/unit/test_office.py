@@ -367,3 +367,11 @@ def test_convert_and_tree_read_office_files(tmp_path, capsys):
     assert main(["tree", str(write_policy(tmp_path / "policy.docx"))]) == 0
     out = capsys.readouterr().out
     assert "# Travel Policy" in out and "      #### Long-haul exceptions" in out
+
+
+def test_the_tree_of_a_deck_counts_slides_not_pages(tmp_path, capsys):
+    deck = write_deck(tmp_path / "deck.pptx")
+    assert main(["tree", str(deck)]) == 0
+    out = capsys.readouterr().out
+    assert "3 slides)" in out and "pages" not in out
+    assert "slide 2" in out and "p. " not in out
