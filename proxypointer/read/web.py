@@ -27,6 +27,8 @@ Tables become pipe tables whose first row is their header (markdownify's
 
 from __future__ import annotations
 
+import codecs
+import logging
 import re
 from typing import Any
 
@@ -34,6 +36,8 @@ from ..errors import DocumentError, EmptyDocumentError
 from ..tree.outline import title_match
 
 __all__ = ["MAX_DEPTH", "MAX_TITLE_WORDS", "MIN_CONTENTS_LINKS", "html_markdown"]
+
+logger = logging.getLogger(__name__)
 
 #: Fewest links to anchors of the page in one table for it to be a contents table (a table
 #: with one or two such links is a footnote or a "back to top" row).
@@ -268,12 +272,39 @@ def _flatten_deep(soup: Any) -> int:  # noqa: ANN401 - a bs4 document
     return len(deep)
 
 
+def _utf8_over_declared(data: bytes, path: str) -> str | None:
+    """``"utf-8"`` where the bytes are UTF-8 but the page declares another charset, else None.
+
+    Pages saved or served as UTF-8 keep a ``<meta charset="windows-1252">`` from their template
+    often enough; read as declared, every accented letter becomes two (``Ã©``). Non-ASCII text
+    that decodes as UTF-8 is UTF-8 all but always (Latin-1 text would need letters like ``Ã``
+    followed by a symbol from 0x80-0xBF in every place), so the bytes win, with a warning.
+    """
+    from bs4.dammit import EncodingDetector
+
+    if data.isascii():
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    declared = EncodingDetector.find_declared_encoding(data, is_html=True)
+    try:
+        other = bool(declared) and codecs.lookup(declared).name != "utf-8"
+    except LookupError:  # a charset Python does not know: the bytes decide all the more
+        other = True
+    if other:
+        logger.warning("%s: declares charset %s, but its bytes are UTF-8; read as UTF-8", path, declared)
+    return "utf-8"
+
+
 def html_markdown(data: bytes, path: str) -> str:
     """Convert the bytes of an HTML file to markdown.
 
     Args:
-        data: The file's bytes (the encoding from a byte-order mark, a ``<meta charset>`` or a
-            guess: BeautifulSoup's ``UnicodeDammit``).
+        data: The file's bytes (the encoding from a byte-order mark, UTF-8 where the bytes are
+            UTF-8 whatever the page declares, a ``<meta charset>`` or a guess: BeautifulSoup's
+            ``UnicodeDammit``).
         path: The file, for messages.
 
     Returns:
@@ -291,7 +322,7 @@ def html_markdown(data: bytes, path: str) -> str:
     head = data[:4096]
     if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise DocumentError(f"{path}: binary data, not HTML; check that the file is really a web page")
-    soup = BeautifulSoup(data, "html.parser")
+    soup = BeautifulSoup(data, "html.parser", from_encoding=_utf8_over_declared(data, path))
     for el in soup.find_all(["script", "style", "noscript", "template", "head", "nav"]):
         el.decompose()
     for el in soup.find_all(style=_HIDDEN):

@@ -375,3 +375,22 @@ def test_the_tree_of_a_deck_counts_slides_not_pages(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "3 slides)" in out and "pages" not in out
     assert "slide 2" in out and "p. " not in out
+
+
+@pytest.mark.parametrize("declared", ["windows-1252", "iso-8859-1", "no-such-charset"])
+def test_an_html_page_in_utf8_that_declares_another_charset_is_read_as_utf8(tmp_path, caplog, declared):
+    page = tmp_path / "cafe.html"
+    page.write_bytes(f'<html><head><meta charset="{declared}"></head><body><h1>Café menu</h1>'
+                     "<p>Crème brûlée costs 5 €.</p></body></html>".encode())
+    read, tree = tree_of(page, "html")
+    assert "Crème brûlée costs 5 €." in read.text and "Ã" not in read.text
+    assert [n.title for n in tree.nodes if n.kind == "heading"] == ["Café menu"]
+    assert f"cafe.html: declares charset {declared}, but its bytes are UTF-8" in caplog.text
+
+
+def test_an_html_page_in_the_charset_it_declares_is_read_in_it(tmp_path, caplog):
+    page = tmp_path / "old.html"
+    page.write_bytes('<html><head><meta charset="windows-1252"></head><body><h1>Café</h1>'
+                     "<p>Crème brûlée.</p></body></html>".encode("cp1252"))
+    read, _ = tree_of(page, "html")
+    assert "Crème brûlée." in read.text and "declares charset" not in caplog.text
