@@ -34,9 +34,9 @@ from .base import ReadResult, with_pages
 
 __all__ = ["CONVERSION_RULE", "OFFICE_INSTALL", "OFFICE_SUFFIXES", "OfficeReader"]
 
-#: Version of our part of the conversions (style map, contents links, slide layout); part of
-#: the source key.
-CONVERSION_RULE = "1"
+#: Version of our part of the conversions (style map, contents links, slide layout; 2: an HTML
+#: page's UTF-8 bytes win over the charset it declares); part of the source key.
+CONVERSION_RULE = "2"
 #: Suffix -> format read by :class:`OfficeReader`.
 OFFICE_SUFFIXES = {".docx": "docx", ".html": "html", ".htm": "html", ".pptx": "pptx"}
 #: What to run when the ``office`` extra is absent.
