@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import StaleSourceError, StoreError
+from ..errors import EmbeddingError, StaleSourceError, StoreError
 from ..store.chroma import Hit
 from ..store.filters import filter_doc_ids
 from .hits import LiveHits, id_hit
@@ -85,14 +85,24 @@ class DenseSearch:
         Raises:
             ConfigError: If the store was built with another embedder (checked first: no
                 model loads and no endpoint is asked for a vector that would be refused).
+            EmbeddingError: If the embedder gives vectors of another dimension than the store
+                holds under its name (an endpoint whose model was swapped behind one name).
         """
         self.store.check_model(record=False)
         embedder = self.store.embedder
         windows = self.windows(query)
         if not hasattr(embedder, "encode_query"):
-            return np.asarray(embedder.encode(windows), dtype=np.float32)
-        # encode_query adds the configured query prefix and caches repeated queries.
-        return np.stack([np.asarray(embedder.encode_query(w), dtype=np.float32) for w in windows])
+            got = np.asarray(embedder.encode(windows), dtype=np.float32)
+        else:  # encode_query adds the configured query prefix and caches repeated queries.
+            got = np.stack([np.asarray(embedder.encode_query(w), dtype=np.float32) for w in windows])
+        held = self.store.registry.embeddings.vector_bytes(embedder.name)
+        if held is not None and got.shape[-1] * 4 != held:
+            raise EmbeddingError(
+                f"{self.store.registry.root}: {embedder.name!r} gave a query vector of {got.shape[-1]} dimensions, "
+                f"the store holds {held // 4} of the same name; was the model behind it changed? Query with the "
+                "model the store was built with, or ingest into a new store"
+            )
+        return got
 
     def windows(self, query: str) -> list[str]:
         """Cut a query into the windows :meth:`query_vectors` embeds (the query alone when it fits).

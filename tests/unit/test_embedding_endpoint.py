@@ -260,3 +260,17 @@ def test_a_store_refuses_vectors_of_another_dimension_under_the_same_name(server
         with pytest.raises(EmbeddingError, match="gave vectors of 64 dimensions, the store holds 384"):
             index.ingest([docs], show_progress=False)
         assert index.registry.get("b") is None or not index.registry.get("b").version
+
+
+def test_a_query_vector_of_another_dimension_under_the_same_name_is_refused(server, tmp_path):
+    # found by a new user: the model behind an endpoint's name was swapped, and a query ended
+    # in a numpy traceback (CLI) or a bare 500 (HTTP)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe kettle is descaled monthly.\n")
+    with Index(tmp_path / "s", endpoint_config(server)) as index:
+        index.ingest([docs], show_progress=False)
+    server.embedder = HashingEmbedder(32)
+    with Index(tmp_path / "s", endpoint_config(server)) as index:
+        with pytest.raises(EmbeddingError, match="gave a query vector of 32 dimensions, the store holds 384"):
+            Retriever(index).retrieve("how often is the kettle descaled", k=1)
