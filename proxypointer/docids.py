@@ -82,12 +82,17 @@ def name_problem(name: str) -> str:
         name: The path (or the part of it that becomes the id).
 
     Returns:
-        ``"its name is not valid UTF-8"``, ``"its name holds a control character"`` or ``""``.
+        ``"its name is not valid UTF-8"``, ``"its name holds a control character"``, ``"its
+        name gives the doc id '..'"`` (a file ``...md``: paths and URLs read ``.`` and ``..`` as
+        steps, so a citation or a link could not name it) or ``""``.
     """
     if not is_utf8(name):
         return "its name is not valid UTF-8 (rename it, e.g. with `convmv -f latin1 -t utf8`)"
     if _CONTROL.search(name):
         return "its name holds a control character such as a newline or a tab (rename it)"
+    steps = [part for part in name.replace("\\", "/").split("/") if part in (".", "..")]
+    if steps:
+        return f"its name gives the doc id part {steps[0]!r}, which paths and URLs read as a step (rename it)"
     return ""
 
 

@@ -176,3 +176,16 @@ def test_kind37_the_registered_owner_keeps_its_id(layouts):
     got = discover([layouts / "teamA", layouts / "teamB"], MD, owner_of=lambda d: os.path.realpath(b))
     assert [f.path for f in got.files] == [str(b)]
     assert got.failed[0][0] == str(a)
+
+
+def test_a_name_whose_id_is_a_dot_step_fails_and_the_rest_is_found(tmp_path):
+    # found by a new user: "...md" became doc id "..", which the inspector's links (and any
+    # browser) resolve as a step up to another path
+    (tmp_path / "...md").write_text("# Dots\n", encoding="utf-8")
+    (tmp_path / "ok.md").write_text("# Ok\n", encoding="utf-8")
+    got = discover([tmp_path / "...md", tmp_path / "ok.md"], MD)
+    assert [f.doc_id for f in got.files] == ["ok"]
+    ((shown, message),) = got.failed
+    assert shown == str(tmp_path / "...md")
+    assert message.endswith("not indexed: its name gives the doc id part '..', which paths and URLs read as a step "
+                            "(rename it)")
