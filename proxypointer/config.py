@@ -60,6 +60,8 @@ DEFAULT_NOISE_TITLES: tuple[str, ...] = (
 
 #: Values of ``embedding.backend``: the model in this process, or an OpenAI-compatible endpoint.
 EMBEDDING_BACKENDS: tuple[str, ...] = ("sentence-transformers", "openai")
+#: The in-process model used when ``embedding.model`` is not set (a sentence-transformers name).
+_DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -278,7 +280,7 @@ class EmbeddingConfig:
     """
 
     backend: str = "sentence-transformers"
-    model: str = "all-MiniLM-L6-v2"
+    model: str = _DEFAULT_EMBEDDING_MODEL
     batch_size: int = 16
     device: str = "cpu"
     query_prefix: str = ""
@@ -302,6 +304,12 @@ class EmbeddingConfig:
             _check(self.base_url.startswith(("http://", "https://")), "embedding.base_url",
                    f"backend openai needs an http:// or https:// URL of the endpoint (with /v1), "
                    f"got {self.base_url!r}")
+            # the in-process default's bare name is no endpoint's name for it (TEI:
+            # sentence-transformers/all-MiniLM-L6-v2, Ollama: all-minilm): an openai section
+            # that leaves it is a section that forgot the model
+            _check(self.model != _DEFAULT_EMBEDDING_MODEL, "embedding.model",
+                   "backend openai needs the model's name as the endpoint knows it (e.g. nomic-embed-text, "
+                   "text-embedding-3-small, sentence-transformers/all-MiniLM-L6-v2)")
             _check(not self.quantize_int8, "embedding.quantize_int8",
                    "only for backend sentence-transformers (the endpoint runs the model)")
         else:

@@ -119,16 +119,25 @@ def test_the_openai_backend_needs_an_http_base_url():
     assert cfg.embedding.backend == "openai" and cfg.embedding.api_key_env == "OPENAI_API_KEY"
 
 
+def test_the_openai_backend_needs_the_endpoints_model_name():
+    # found by a new user: without `model`, requests went out for "all-MiniLM-L6-v2" and the
+    # store was labelled so, whatever the server ran
+    with pytest.raises(ConfigError, match="embedding.model: backend openai needs the model's name"):
+        config_from_dict({"embedding": {"backend": "openai", "base_url": "http://127.0.0.1:1/v1"}}, "t.yaml")
+    tei = {"backend": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "sentence-transformers/all-MiniLM-L6-v2"}
+    assert config_from_dict({"embedding": tei}).embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
 @pytest.mark.parametrize(
     ("embedding", "match"),
     [({"backend": "ollama"}, "embedding.backend: expected one of"),
      ({"base_url": "http://x/v1"}, "embedding.base_url: only for backend openai"),
      ({"tokenizer": "/models/bge"}, "embedding.tokenizer: only for backend openai"),
      ({"max_seq_length": 512}, "embedding.max_seq_length: only for backend openai"),
-     ({"backend": "openai", "base_url": "http://x/v1", "quantize_int8": True}, "embedding.quantize_int8"),
-     ({"backend": "openai", "base_url": "http://x/v1", "timeout_s": 0}, "embedding.timeout_s"),
-     ({"backend": "openai", "base_url": "http://x/v1", "max_retries": -1}, "embedding.max_retries"),
-     ({"backend": "openai", "base_url": "http://x/v1", "max_seq_length": 8}, "embedding.max_seq_length")],
+     ({"backend": "openai", "base_url": "http://x/v1", "model": "m", "quantize_int8": True}, "embedding.quantize_int8"),
+     ({"backend": "openai", "base_url": "http://x/v1", "model": "m", "timeout_s": 0}, "embedding.timeout_s"),
+     ({"backend": "openai", "base_url": "http://x/v1", "model": "m", "max_retries": -1}, "embedding.max_retries"),
+     ({"backend": "openai", "base_url": "http://x/v1", "model": "m", "max_seq_length": 8}, "embedding.max_seq_length")],
 )
 def test_embedding_backend_settings_are_checked(embedding, match):
     with pytest.raises(ConfigError, match=match):
