@@ -125,7 +125,9 @@ class ReadAPI:
             (name, weight, chunks) and per section (``doc_id``, ``node_id``, ``rank``, in the
             order :meth:`search` gives) its ``fused_rank``, its ``signals`` (per ranking:
             ``rank`` 1-based, 0 when absent; ``score``; ``contribution`` to the RRF score),
-            ``labelled``, ``implied`` and ``reached_via``. Costs about a second search.
+            ``labelled``, ``implied`` and ``reached_via``; ``reranker``: the ``rerank.backend``
+            that ordered the sections after fusion (their ``rank`` is its order, ``fused_rank``
+            fusion's), or None. Costs about a second search, a reranker's call included.
 
         Raises:
             BadRequest: On an empty or too long query, k out of range.
@@ -136,7 +138,8 @@ class ReadAPI:
             ids = self._resolve(reader.retriever, ids)
             sections = reader.retriever.retrieve(query, k, doc_ids=ids, source_prefix=prefix or None)
             why = Explainer(reader.retriever).explain(query, sections, k, doc_ids=ids, source_prefix=prefix or None)
-        return {"k": k, **why.to_dict()}
+            reranker = reader.retriever.index.config.rerank.backend if reader.retriever.reranker is not None else None
+        return {"k": k, "reranker": reranker, **why.to_dict()}
 
     def document_file(self, doc_id: str) -> Path:
         """Return the original PDF a document was indexed from, for a viewer to open at a page.

@@ -129,7 +129,7 @@ def test_explain_says_what_fusion_saw_for_each_section_of_the_query(server):
         (s["doc_id"], s["node_id"], i) for i, s in enumerate(got, 1)
     ]
     assert [r["name"] for r in why["rankings"]] == ["dense", "lexical", "titles"]
-    assert why["sections"][0]["fused_rank"] == 1 and why["k"] == 3
+    assert why["sections"][0]["fused_rank"] == 1 and why["k"] == 3 and why["reranker"] is None
     assert [x["name"] for x in why["sections"][0]["signals"]] == ["dense", "lexical", "titles"]
     refused = httpx.post(server.url + "/explain", json={"query": "leave", "max_tokens": 10})
     assert refused.status_code == 422 and "max_tokens" in refused.text  # no budget: nothing is delivered

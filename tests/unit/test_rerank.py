@@ -335,3 +335,25 @@ def test_a_servers_readers_share_one_reranker(store, tmp_path):
         assert isinstance(pool.readers[0].retriever.reranker, CrossEncoderReranker)
     finally:
         pool.close()
+
+
+def test_explain_says_a_reranker_ordered_the_sections(store, llm_server):
+    # found by a new user: the inspector's "Why it ranked" showed fusion's ranks only, with no
+    # word that a reranker had moved the section
+    from proxypointer.serve.service import Service
+
+    def explain(cfg: ProxyPointerConfig) -> dict:
+        svc = Service(store, cfg, HashingEmbedder())
+        try:
+            return svc.explain(QUERY, 3)
+        finally:
+            svc.close()
+
+    fused = explain(ProxyPointerConfig())
+    llm_server.reply("[2, 1]")
+    why = explain(ProxyPointerConfig(rerank=RerankConfig(backend="llm", candidates=5), llm=llm_config(llm_server)))
+    assert fused["reranker"] is None and why["reranker"] == "llm"
+    key_of = [(x["doc_id"], x["node_id"]) for x in fused["sections"]]
+    assert [(x["doc_id"], x["node_id"]) for x in why["sections"]][:2] == [key_of[1], key_of[0]]
+    assert [x["rank"] for x in why["sections"]] == [1, 2, 3]
+    assert [x["fused_rank"] for x in why["sections"]][:2] == [x["fused_rank"] for x in fused["sections"]][1::-1]

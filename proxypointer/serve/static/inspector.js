@@ -169,6 +169,8 @@
       const notes = [];
       notes.push(x.fused_rank ? `fused chunk rank ${x.fused_rank} (RRF k=${explained.rrf_k}, ${explained.n} chunks per ranking)`
         : "not in the first fused ranking (added by references or a deeper over-fetch)");
+      if (explained.reranker) notes.push(`reranked by the ${explained.reranker} reranker (rerank:) to rank ${x.rank}; `
+        + "the table shows what fusion saw before it");
       if (x.labelled) notes.push("the query names its label: put first");
       if (x.implied) notes.push("implied by the query: placed");
       if (explained.named.length) notes.push(`title routing: the query names ${explained.named.join(", ")}`);
