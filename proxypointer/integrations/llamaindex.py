@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependencyError
-from .metadata import section_metadata
+from .metadata import PROMPT_METADATA_KEYS, section_metadata
 
 try:
     from llama_index.core.retrievers import BaseRetriever
@@ -50,11 +50,22 @@ __all__ = ["ProxyPointerLlamaRetriever", "section_to_node"]
 
 
 def section_to_node(section: Section) -> NodeWithScore:
-    """Turn a :class:`~proxypointer.retrieve.retriever.Section` into a LlamaIndex ``NodeWithScore``."""
+    """Turn a :class:`~proxypointer.retrieve.retriever.Section` into a LlamaIndex ``NodeWithScore``.
+
+    The node's metadata is :func:`~proxypointer.integrations.metadata.section_metadata`; what
+    LlamaIndex puts into a prompt or an embedding with the text (``MetadataMode.LLM`` /
+    ``EMBED``) is only :data:`~proxypointer.integrations.metadata.PROMPT_METADATA_KEYS`
+    (breadcrumb and citation). The score is the cosine of the section's best chunk, so the
+    nodes come in rank order but their scores need not descend.
+    """
+    metadata = section_metadata(section)
+    code_only = [k for k in metadata if k not in PROMPT_METADATA_KEYS]  # never in a prompt or an embedding
     node = TextNode(
         id_=f"{section.doc_id}#{section.node_id}",
         text=section.text,
-        metadata=section_metadata(section),
+        metadata=metadata,
+        excluded_llm_metadata_keys=code_only,
+        excluded_embed_metadata_keys=code_only,
     )
     return NodeWithScore(node=node, score=section.score)
 

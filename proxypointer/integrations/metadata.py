@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..retrieve.retriever import Section
 
-__all__ = ["section_metadata"]
+__all__ = ["PROMPT_METADATA_KEYS", "section_metadata"]
+
+#: The metadata a model should read beside a section's text: where it sits and how to cite it.
+#: The rest (lines, scores, the outline of its children, ...) is for code; a framework that
+#: puts metadata into prompts (LlamaIndex's ``MetadataMode.LLM``) leaves it out.
+PROMPT_METADATA_KEYS = ("breadcrumb", "citation")
 
 
 def section_metadata(section: Section) -> dict[str, Any]:

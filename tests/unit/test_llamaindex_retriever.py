@@ -102,3 +102,15 @@ def test_nodes_work_with_llamaindex_postprocessors(retriever):
 def test_an_empty_query_is_refused(retriever):
     with pytest.raises(ConfigError, match="query"):
         retriever.retrieve("   ")
+
+
+def test_a_prompt_reads_the_breadcrumb_and_citation_not_the_scores_or_outline(retriever):
+    # found by a new user: MetadataMode.LLM put outline, text_lines, rank_score ... into the prompt
+    from llama_index.core.schema import MetadataMode
+
+    node = retriever.retrieve(QUESTION)[0].node
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        content = node.get_content(metadata_mode=mode)
+        assert node.metadata["citation"] in content and node.text.strip() in content
+        assert "rank_score" not in content and "outline" not in content and "text_lines" not in content
+    assert "rank_score" in node.get_content(metadata_mode=MetadataMode.ALL)  # still there for code
