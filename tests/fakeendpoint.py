@@ -68,9 +68,10 @@ class FakeEmbeddingServer:
                                         "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
             def _send(self, status, payload):
-                raw = json.dumps(payload).encode()
+                # a str is sent as it is, as an HTML page (a proxy's or a web server's error page)
+                raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if isinstance(payload, str) else "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.send_header("retry-after-ms", "1")  # the client's retries wait 1 ms, not seconds
                 self.end_headers()

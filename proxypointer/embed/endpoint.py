@@ -236,6 +236,11 @@ class EndpointEmbedder:
     def _vectors(self, resp: Any, expected: int) -> np.ndarray:
         """Check a reply's vectors and L2-normalise them to float32 ``(expected, dim)``."""
         data = getattr(resp, "data", None)
+        if not isinstance(data, list) and not hasattr(resp, "data"):  # an HTML page, a proxy's error text
+            raise EmbeddingError(
+                f"{self.where}: the reply is no embeddings JSON ({_short(str(resp))!r}); check that "
+                "embedding.base_url is the endpoint's root with /v1"
+            )
         if not isinstance(data, list) or len(data) != expected:
             got = len(data) if isinstance(data, list) else "no list of"
             raise EmbeddingError(f"{self.where}: sent {expected} texts, got {got} vectors back; check the server")

@@ -164,7 +164,9 @@ def test_a_server_that_is_not_there_is_a_clear_error(server):
      ({"data": [{"index": 0, "embedding": []}, {"index": 1, "embedding": []}]}, "vector 0 of the reply is empty"),
      ({"data": [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 1, "embedding": [1.0]}]}, r"\[1, 2\] dimensions"),
      ({"data": [{"index": 0, "embedding": [0.0, 0.0]}, {"index": 1, "embedding": [1.0, 0.0]}]}, "all zeros"),
-     ({"data": [{"index": 0, "embedding": "abc"}, {"index": 1, "embedding": "abc"}]}, "not a (flat )?list")],
+     ({"data": [{"index": 0, "embedding": "abc"}, {"index": 1, "embedding": "abc"}]}, "not a (flat )?list"),
+     # found by a new user: a web server's page said "got no list of vectors back"
+     ("<html><body>Welcome to nginx!</body></html>", "the reply is no embeddings JSON .*Welcome to nginx")],
 )
 def test_malformed_replies_are_refused(server, body, match):
     server.script = [Scripted(200, body)]
