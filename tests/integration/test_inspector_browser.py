@@ -169,6 +169,20 @@ def test_a_query_shows_its_section_first_with_the_match_highlighted_and_why_it_r
     _screenshot(browser, "inspector-results")
 
 
+def test_a_link_to_a_search_runs_it_with_k_in_range_and_follows_a_changed_hash(browser, server):
+    # found by a new user: #q=...&k=0 searched with the default k while the box showed 0, and a
+    # changed hash did nothing
+    done = lambda b: b.find_element(By.ID, "results").get_attribute("data-state") == "done"  # noqa: E731
+    browser.get(server.url + "/#q=parental%20leave%20pay&k=0")
+    _wait(browser, done)
+    assert browser.find_element(By.ID, "k").get_attribute("value") == "5"  # the k searched: the default
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#results article.card")) == 5
+    browser.execute_script("location.hash = '#q=notice%20period&k=99'")
+    _wait(browser, lambda b: b.find_element(By.ID, "q").get_attribute("value") == "notice period" and done(b))
+    assert browser.find_element(By.ID, "k").get_attribute("value") == "20"
+    assert browser.current_url.endswith("#q=notice%20period&k=20")
+
+
 def test_the_document_outline_opens_a_section(browser, server):
     cards = _search(browser, server.url, "parental leave pay", k=3)
     cards[0].find_element(By.CSS_SELECTOR, "details.why > summary").click()  # shown in the screenshot

@@ -181,13 +181,17 @@
     results.dataset.why = "done";
   }
 
+  let searchedHash = "";  // the hash of the last search run
+
   async function runQuery(event) {
     if (event) event.preventDefault();
     const query = q.value.trim();
     if (!query) { q.focus(); return; }
-    const k = Math.max(1, parseInt(kBox.value, 10) || 5);
+    const k = Math.min(Number(kBox.max) || 20, Math.max(1, parseInt(kBox.value, 10) || 5));
+    kBox.value = k;  // the box shows the k that was searched
     const seq = ++searchSeq;
-    history.replaceState(null, "", `#q=${encodeURIComponent(query)}&k=${k}`);
+    searchedHash = `#q=${encodeURIComponent(query)}&k=${k}`;
+    history.replaceState(null, "", searchedHash);
     results.dataset.state = "loading";
     delete results.dataset.why;
     setStatus("Searching\u2026");
@@ -275,14 +279,24 @@
   form.addEventListener("submit", runQuery);
   $("doc-close").addEventListener("click", closeDocument);
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && !docPane.hidden) closeDocument();
+    if (e.key === "Escape" && !docPane.hidden) {
+      e.preventDefault();  // a search box would clear its query on the same Esc
+      closeDocument();
+    }
     else if (e.key === "/" && document.activeElement !== q && !(e.target instanceof HTMLInputElement)) {
       e.preventDefault();
       q.focus();
     }
   });
-  const params = new URLSearchParams(location.hash.slice(1));
-  if (params.get("k")) kBox.value = params.get("k");
+  // a link to a search (#q=...&k=...): run on load, and when the hash is changed by hand
+  function fromHash() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    if (!params.get("q") || location.hash === searchedHash) return;  // the page's own search
+    if (params.get("k")) kBox.value = params.get("k");
+    q.value = params.get("q");
+    runQuery();
+  }
+  window.addEventListener("hashchange", fromHash);
   q.focus();
-  if (params.get("q")) { q.value = params.get("q"); runQuery(); }
+  fromHash();
 })();
