@@ -365,8 +365,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         print("error: --ray-address: only with --engine ray", file=sys.stderr)
         return 2
-    if args.paths and not any(os.path.lexists(p) for p in args.paths):
+    if args.engine != "ray" and args.paths and not any(os.path.lexists(p) for p in args.paths):
         # nothing to read: say so before a store is opened, so that no empty store is left behind
+        # (--engine ray checks its store first: an embedded one is refused before anything)
         from .docids import escaped
 
         for p in args.paths:
