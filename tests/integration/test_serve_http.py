@@ -143,6 +143,8 @@ def test_the_inspector_page_and_its_files_are_served_and_nothing_else(server):
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     loads = re.findall(r'(?:src|href)="([^"]*)"', page.text)
     assert "/inspector/inspector.js" in loads and all(u.startswith("/") for u in loads)  # no CDN
+    # each link leads to what this server serves itself (not /docs: Swagger UI loads from a CDN)
+    assert "/docs" not in loads and all(httpx.get(server.url + u).status_code == 200 for u in loads)
     for name, media in (("inspector.js", "text/javascript"), ("inspector.css", "text/css")):
         r = httpx.get(server.url + "/inspector/" + name)
         assert r.status_code == 200 and r.headers["content-type"].startswith(media)
