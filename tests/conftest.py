@@ -54,6 +54,24 @@ def fake_embedder():
     return HashingEmbedder()
 
 
+@pytest.fixture(scope="module")
+def data_store(tmp_path_factory) -> Path:
+    """A store folder holding the repository's data/ indexed with the hashing embedder, per module.
+
+    For tests that only read it (retrievers, rerankers, answers); a test that writes makes its own.
+    """
+    from fakes import HashingEmbedder
+
+    from proxypointer.config import ProxyPointerConfig
+    from proxypointer.index import Index
+
+    root = tmp_path_factory.mktemp("store")
+    index = Index(root, ProxyPointerConfig(), HashingEmbedder())
+    assert not index.ingest([ROOT / "data"], show_progress=False).failed
+    index.close()
+    return root
+
+
 @pytest.fixture
 def make_index(tmp_path, fake_embedder):
     """Factory: ``make_index(config=None, store=None)`` -> an Index on a temp store."""

@@ -41,17 +41,9 @@ def llm_server():
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """A store folder holding data/ indexed with the hashing embedder."""
-    from fakes import HashingEmbedder
-
-    from proxypointer.index import Index
-
-    root = tmp_path_factory.mktemp("store")
-    index = Index(root, ProxyPointerConfig(), HashingEmbedder())
-    assert not index.ingest([DATA], show_progress=False).failed
-    index.close()
-    return root
+def store(data_store):
+    """data/ indexed with the hashing embedder (conftest's data_store)."""
+    return data_store
 
 
 @pytest.fixture

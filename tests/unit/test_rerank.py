@@ -32,15 +32,9 @@ def key(s: Section) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """data/ indexed with the hashing embedder."""
-    from proxypointer.index import Index
-
-    root = tmp_path_factory.mktemp("store")
-    index = Index(root, ProxyPointerConfig(), HashingEmbedder())
-    assert not index.ingest([DATA], show_progress=False).failed
-    index.close()
-    return root
+def store(data_store):
+    """data/ indexed with the hashing embedder (conftest's data_store)."""
+    return data_store
 
 
 @pytest.fixture
