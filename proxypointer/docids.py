@@ -112,5 +112,6 @@ def check_text(value: str, what: str) -> str:
     """
     if not is_utf8(value):
         shown = escaped(value)[:80]
-        raise ConfigError(f"{what}: {shown!r} holds a lone surrogate, which is not text; send valid UTF-8")
+        # escaped() already made it printable: quoted as it is, not repr()'d (a second escaping)
+        raise ConfigError(f"{what}: '{shown}' holds a lone surrogate, which is not text; send valid UTF-8")
     return value

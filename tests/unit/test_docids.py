@@ -32,9 +32,12 @@ def test_normal_form_escaping_and_problems():
     assert "not valid UTF-8" in name_problem("caf\udce9")
     assert "control character" in name_problem("evil\nname")
     assert name_problem(NFD) == "" and name_problem("policies/leave") == ""
+    assert "'..'" in name_problem("notes/..") and name_problem("v1.2/notes") == ""
     assert check_text("pump", "query") == "pump"
-    with pytest.raises(ConfigError, match="lone surrogate"):
+    with pytest.raises(ConfigError, match="lone surrogate") as err:
         check_text("pu\ud800mp", "query")
+    # escaped once, as a user wrote it in JSON (a breaker saw 'pu\\\\ud800mp')
+    assert str(err.value).startswith("query: 'pu\\ud800mp' holds a lone surrogate")
 
 
 def test_a_decomposed_name_is_found_by_the_id_a_user_types(tmp_path, make_index):
