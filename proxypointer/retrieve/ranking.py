@@ -446,29 +446,23 @@ class Ranker:
         vectors = self.query_vectors(route.query)
         dense = self.dense(route.query, n, route.where, vectors=vectors)
         cosine = {h.chunk_id: h.score for h in dense}
-        rankings, weights, names = [dense], [1.0], ["dense"]
+        parts = [RankingPart("dense", 1.0, tuple(dense))]
         if cfg.hybrid:
-            rankings.append(self.lexical(route.query, n, route.where))
-            weights.append(cfg.lexical_weight)
-            names.append("lexical")
+            parts.append(RankingPart("lexical", cfg.lexical_weight, tuple(self.lexical(route.query, n, route.where))))
         if route.boost:
             routed = self.dense(route.query, n, _and(route.where, doc_filter(route.boost)), vectors=vectors)
             cosine.update((h.chunk_id, h.score) for h in routed)
-            rankings.append(routed)
-            weights.append(cfg.title_routing_weight)
-            names.append("routed")
+            parts.append(RankingPart("routed", cfg.title_routing_weight, tuple(routed)))
         if cfg.title_weight > 0:
-            rankings.append(self.titles(route.query, n, route.where, vectors, cosine))
-            weights.append(cfg.title_weight)
-            names.append("titles")
-        hits = dense if len(rankings) == 1 else fuse_rrf(rankings, weights, cfg.rrf_k)
+            titled = self.titles(route.query, n, route.where, vectors, cosine)
+            parts.append(RankingPart("titles", cfg.title_weight, tuple(titled)))
+        hits = dense if len(parts) == 1 else fuse_rrf([list(p.hits) for p in parts], [p.weight for p in parts],
+                                                      cfg.rrf_k)
         if cfg.focus_weight > 0 and not route.named:
             focused = self.focus(route, hits, n)
             if focused:  # fused with the fused ranking (weight 1), not with each of its parts
                 hits = fuse_rrf([hits, focused], [1.0, cfg.focus_weight], cfg.rrf_k)
-                rankings.append(focused)
-                weights.append(cfg.focus_weight)
-                names.append("focus")
+                parts.append(RankingPart("focus", cfg.focus_weight, tuple(focused)))
         labelled: tuple[str, ...] = ()
         if cfg.label_lookup:
             hits, labelled = self.label_first(route.query, hits, route.where, vectors, cosine, prefer=route.prefer)
@@ -476,8 +470,7 @@ class Ranker:
         if cfg.implied_rank >= 0 and not labelled:
             hits, placed = self.implied_sections(route.query, hits, route.where, vectors, cosine,
                                                  prefer=route.prefer)
-        parts = tuple(RankingPart(*p) for p in zip(names, weights, map(tuple, rankings), strict=True))
-        return Ranking(hits, cosine, vectors, labelled, placed, parts)
+        return Ranking(hits, cosine, vectors, labelled, placed, tuple(parts))
 
     # -- records ----------------------------------------------------------------------------
     def live(self, hits: Iterable[Hit]) -> list[Hit]:
