@@ -250,12 +250,18 @@ def test_the_in_process_model_puts_the_document_prefix_before_chunks_only():
         SentenceTransformerEmbedder(EmbeddingConfig(backend="openai", base_url="http://x/v1"))
 
 
-def test_a_store_refuses_vectors_of_another_dimension_under_the_same_name(server, tmp_path):
+def _one_doc_store(server: FakeEmbeddingServer, tmp_path: Path) -> Path:
+    """Ingest a one-document folder through the endpoint into ``tmp_path/s``; return the folder."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe kettle is descaled monthly.\n")
     with Index(tmp_path / "s", endpoint_config(server)) as index:
         index.ingest([docs], show_progress=False)
+    return docs
+
+
+def test_a_store_refuses_vectors_of_another_dimension_under_the_same_name(server, tmp_path):
+    docs = _one_doc_store(server, tmp_path)
     server.embedder = HashingEmbedder(64)  # the model behind the name was swapped
     (docs / "b.md").write_text("# B\n\nThe gateway keeps telemetry for 30 days.\n")
     with Index(tmp_path / "s", endpoint_config(server)) as index:
@@ -267,11 +273,7 @@ def test_a_store_refuses_vectors_of_another_dimension_under_the_same_name(server
 def test_a_query_vector_of_another_dimension_under_the_same_name_is_refused(server, tmp_path):
     # found by a new user: the model behind an endpoint's name was swapped, and a query ended
     # in a numpy traceback (CLI) or a bare 500 (HTTP)
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# A\n\nThe kettle is descaled monthly.\n")
-    with Index(tmp_path / "s", endpoint_config(server)) as index:
-        index.ingest([docs], show_progress=False)
+    _one_doc_store(server, tmp_path)
     server.embedder = HashingEmbedder(32)
     with Index(tmp_path / "s", endpoint_config(server)) as index:
         with pytest.raises(EmbeddingError, match="gave a query vector of 32 dimensions, the store holds 384"):
