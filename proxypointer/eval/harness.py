@@ -12,6 +12,7 @@ only texts no earlier store of the cache embedded. Metrics are defined in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -51,6 +52,7 @@ from .benchmark import (
 __all__ = [
     "PAGE_SYSTEMS",
     "SYSTEMS",
+    "TREE_CODE",
     "EvalSettings",
     "SystemSpec",
     "VectorCache",
@@ -58,7 +60,9 @@ __all__ = [
     "merge_results",
     "run_evaluation",
     "settings_from_dict",
+    "store_folder",
     "system_specs",
+    "tree_code_digest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -316,18 +320,38 @@ def _shared_vectors(cache: str | Path, embedder: Any) -> VectorCache:
     return VectorCache(Path(cache) / "vectors.sqlite", embedder.name)
 
 
+#: The packages whose code turns a document's text into nodes and chunks. A stored document is
+#: skipped when its text is unchanged (:meth:`_Runner._stale`), so a new tree rule (a heading's
+#: level, a section's parent) would be measured on the trees of the old code: their source is
+#: part of the store's key instead.
+TREE_CODE = ("tree", "chunk")
+
+
+@functools.lru_cache(maxsize=1)
+def tree_code_digest() -> str:
+    """A digest of the source of :data:`TREE_CODE` (12 hex digits): new code, new stores."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1()
+    for package in TREE_CODE:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def store_folder(spec: SystemSpec, bench: Benchmark, cache: str | Path, model: str) -> Path:
-    """Store folder of a system: keyed by model, tree and chunking settings, the benchmark and its documents.
+    """Store folder of a system: keyed by model, tree and chunking settings and code, the benchmark and its documents.
 
     The documents are part of the key because ranking reads store-wide statistics (BM25's
     document frequencies, the title field): a run on the first 60 documents of a benchmark
     must not read a store that a run on all of them filled (nor see it grow while it runs).
-    Runs on other document sets still share the embeddings (:class:`VectorCache`).
+    Runs on other document sets still share the embeddings (:class:`VectorCache`), and so do
+    stores of other tree code (:func:`tree_code_digest`): only chunks whose text changed are
+    embedded again.
     """
     d = config_to_dict(spec.config)
     docs = hashlib.sha1("\n".join(sorted(bench.paths)).encode()).hexdigest()[:12]
     parts = {"model": model, "tree": d["tree"], "chunking": d["chunking"], "benchmark": str(bench.root.resolve()),
-             "documents": docs}
+             "documents": docs, "code": tree_code_digest()}
     if any(p.suffix.lower() == ".pdf" for p in bench.paths.values()):
         # the converter's options shape the text (not how many JVMs run, nor their heap)
         parts["pdf"] = {k: v for k, v in d["pdf"].items() if k not in ("workers", "java_heap_mb")}

@@ -169,6 +169,19 @@ def test_runs_on_other_documents_of_a_benchmark_get_their_own_store(bench_dir, t
     assert store_folder(spec, one, tmp_path, "m") == store_folder(spec, again, tmp_path, "m")
 
 
+def test_new_tree_code_gets_a_new_store(bench_dir, tmp_path, monkeypatch):
+    """A stored document whose text is unchanged is not ingested again, so a store filled by the
+    old tree rules would be measured as the new ones' (an exhibit re-levelled, figures unchanged)."""
+    from proxypointer.eval import harness
+
+    spec = harness.system_specs(["proxypointer"], ProxyPointerConfig())[0]
+    bench = load_benchmark(bench_dir)
+    before = harness.store_folder(spec, bench, tmp_path, "m")
+    assert harness.store_folder(spec, bench, tmp_path, "m") == before
+    monkeypatch.setattr(harness, "tree_code_digest", lambda: "another-code")
+    assert harness.store_folder(spec, bench, tmp_path, "m") != before
+
+
 def test_baselines_keep_their_plain_ranking_whatever_the_defaults():
     # a baseline must not borrow the pipeline's own rankings (the focus ranking is on by default)
     from proxypointer.eval.harness import system_specs
