@@ -699,7 +699,8 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     heading whose title matches an outline heading at most
     :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice. A part
     or item below an outline heading that its labels put at or above it ("Item 9" after an
-    outline note of Item 8) climbs out to the depth its labels give it.
+    outline note of Item 8) climbs out to the depth its labels give it; an appended exhibit's
+    heading (:func:`filing_structure`) climbs out to the level of the filing's last part.
 
     Args:
         headings: Headings in line order, some of source ``outline``.
@@ -739,14 +740,22 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     filing = {h.line: h.level for h in relevel_filing(kept)}
     is_filing = sum(1 for h in kept if (lab := filing_label(h.title)) and lab[0] in ("part", "item", "note")) \
         >= FILING_MIN_LABELS
+    structure = filing_structure(kept) if is_filing else None
+    exhibits = {h.line for h, kind in zip(kept, structure[0], strict=True) if kind == "exhibit"} if structure else set()
     out: list[Heading] = []
     anchor_line = 0
     opened: list[Heading] = []  # outline headings seen, for a part or item that climbs out
+    part_level = 1  # level of the last part heading, for an exhibit that climbs out
     for h in kept:
         if h.source == "outline":
             anchor_line = h.line
             level = fixed[h.line]
             opened.append(h)
+        elif h.line in exhibits:
+            # an appended exhibit after the outline of the agreement before it (its printed
+            # contents: CVS's 2018 10-K) climbs out of that agreement's last section, to the
+            # level of the filing's last part (Verizon's bookmarks hold every part in one root)
+            level = part_level
         elif is_filing and anchor_line and filing[h.line] <= filing[anchor_line] and _is_part_or_item(h.title):
             # "Item 9" after an outline note of Item 8: as deep below the last outline heading
             # above it in the filing's structure as the labels say, never inside the note
@@ -759,6 +768,8 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
         out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), shown[h.line], h.md_level, h.source))
+        if (lab := filing_label(h.title)) and lab[0] == "part":
+            part_level = out[-1].level
     return out
 
 
