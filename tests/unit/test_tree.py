@@ -944,3 +944,22 @@ def test_an_exhibit_label_before_any_item_is_no_section_of_its_own():
     text = "### Exhibit 99.1\n\ntext\n\n### PART I\n\n### Item 1. Business\n\ntext\n\n### Item 2. Properties\n\ntext\n"
     levels = [h.level for h in find_headings(text, FILING)[0]]
     assert levels == [1, 1, 2, 2]
+
+
+def test_an_exhibit_climbs_out_of_the_outline_of_the_agreement_before_it():
+    """CVS's 2018 10-K: a merger agreement's printed contents placed its articles and sections as
+    outline headings; the exhibits after it (the annual report of Exhibit 13.1 among them) stood
+    under its last "Section 11.14. Equitable Remedies"."""
+    from proxypointer.tree.headings import outline_levels
+    from proxypointer.tree.markdown import Heading
+
+    text = [(3, "PART IV"), (3, "Item 15. Exhibits"), (3, "Item 16. Form 10-K Summary")]
+    headings = [Heading(10 * i + 1, 10 * i + 1, lvl, title, lvl, "markdown") for i, (lvl, title) in enumerate(text)]
+    headings += [Heading(41, 41, 1, "ARTICLE XI.", 1, "outline"),
+                 Heading(51, 51, 2, "Section 11.14. Equitable Remedies", 2, "outline"),
+                 Heading(61, 61, 4, "Exhibit 13.1 Annual Report", 4, "markdown"),
+                 Heading(71, 71, 4, "Consolidated Statements of Operations", 4, "markdown"),
+                 Heading(81, 81, 4, "EXHIBIT 31.1", 4, "markdown")]
+    levels = {h.title: h.level for h in outline_levels(headings)}
+    assert levels["PART IV"] == levels["Exhibit 13.1 Annual Report"] == levels["EXHIBIT 31.1"] == 1
+    assert levels["Consolidated Statements of Operations"] > 1
