@@ -71,6 +71,7 @@ from .pages import page_map
 from .titles import (
     SIGNATURE,
     ends_in_folio,
+    exhibit_label,
     filing_label,
     heading_title,
     html_title,
@@ -247,7 +248,11 @@ FILING_MIN_LABELS = 2
 def relevel_filing(headings: list[Heading]) -> list[Heading]:
     """Re-level the headings of an SEC filing from its labels.
 
-    Levels: ``PART`` 1; ``ITEM`` 2 (1 in a filing without part headings); the heading of the
+    Levels: ``PART`` 1; ``ITEM`` 2 (1 in a filing without part headings); an appended exhibit's
+    first heading (``Exhibit 10.36``, ``Exhibit 13.1 Management's Discussion ...``, after the
+    first item: :func:`proxypointer.tree.titles.exhibit_label`) 1 too, closing the part, item
+    and notes before it, so that an agreement's ``ARTICLE XI`` never holds the next exhibit or the
+    annual report a 10-K appends as Exhibit 13 (CVS's 2018 10-K); the heading of the
     notes (``Notes to Consolidated Financial Statements``) one below the open item or part;
     ``Note N`` one below the open notes heading, else one below the open item or part; so is
     ``N. Title`` once the notes heading or a financial statement's title (``Consolidated
@@ -313,8 +318,9 @@ def filing_structure(headings: list[Heading]) -> tuple[list[str], list[int]] | N
     """Find the labelled headings of an SEC filing and their levels (:func:`relevel_filing`'s rule).
 
     Returns:
-        ``(kinds, levels)`` per heading: kind ``part``, ``item``, ``notes`` (the heading of the
-        notes) or ``note`` (``Note 14``, or ``14. Debt`` inside the notes), with its level;
+        ``(kinds, levels)`` per heading: kind ``part``, ``item``, ``exhibit`` (after an item),
+        ``notes`` (the heading of the notes) or ``note`` (``Note 14``, or ``14. Debt`` inside
+        the notes), with its level;
         ``""`` and 0 for every other heading. None when fewer than
         :data:`FILING_MIN_LABELS` headings are parts, items or notes (not a filing).
     """
@@ -325,18 +331,21 @@ def filing_structure(headings: list[Heading]) -> tuple[list[str], list[int]] | N
     part_level = 1
     item_level = 2 if "part" in kinds else 1
     levels: list[int] = [0] * len(headings)
-    part_open = item_open = statements_open = False
+    part_open = item_open = statements_open = item_seen = False
     notes_level = 0
     for i, kind in enumerate(kinds):
+        if item_seen and not kind and exhibit_label(headings[i].title):
+            kind = kinds[i] = "exhibit"
         if kind == "statements":
             statements_open = True
         if kind == "numbered" and (notes_level or statements_open):
             kind = kinds[i] = "note"
-        if kind not in ("part", "item", "notes", "note"):
+        if kind not in ("part", "item", "notes", "note", "exhibit"):
             kinds[i] = ""
             continue
         container = item_level if item_open else (part_level if part_open else 0)
-        if kind == "part":
+        item_seen = item_seen or kind == "item"
+        if kind in ("part", "exhibit"):  # an exhibit closes the filing's parts and the exhibit before it
             levels[i] = part_level
             part_open, item_open, notes_level, statements_open = True, False, 0, False
         elif kind == "item":
@@ -690,7 +699,8 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     heading whose title matches an outline heading at most
     :data:`OUTLINE_DUPLICATE_LINES` lines before it is dropped: the same title, twice. A part
     or item below an outline heading that its labels put at or above it ("Item 9" after an
-    outline note of Item 8) climbs out to the depth its labels give it.
+    outline note of Item 8) climbs out to the depth its labels give it; an appended exhibit's
+    heading (:func:`filing_structure`) climbs out to the level of the filing's last part.
 
     Args:
         headings: Headings in line order, some of source ``outline``.
@@ -730,14 +740,22 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     filing = {h.line: h.level for h in relevel_filing(kept)}
     is_filing = sum(1 for h in kept if (lab := filing_label(h.title)) and lab[0] in ("part", "item", "note")) \
         >= FILING_MIN_LABELS
+    structure = filing_structure(kept) if is_filing else None
+    exhibits = {h.line for h, kind in zip(kept, structure[0], strict=True) if kind == "exhibit"} if structure else set()
     out: list[Heading] = []
     anchor_line = 0
     opened: list[Heading] = []  # outline headings seen, for a part or item that climbs out
+    part_level = 1  # level of the last part heading, for an exhibit that climbs out
     for h in kept:
         if h.source == "outline":
             anchor_line = h.line
             level = fixed[h.line]
             opened.append(h)
+        elif h.line in exhibits:
+            # an appended exhibit after the outline of the agreement before it (its printed
+            # contents: CVS's 2018 10-K) climbs out of that agreement's last section, to the
+            # level of the filing's last part (Verizon's bookmarks hold every part in one root)
+            level = part_level
         elif is_filing and anchor_line and filing[h.line] <= filing[anchor_line] and _is_part_or_item(h.title):
             # "Item 9" after an outline note of Item 8: as deep below the last outline heading
             # above it in the filing's structure as the labels say, never inside the note
@@ -750,6 +768,8 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
         out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), shown[h.line], h.md_level, h.source))
+        if (lab := filing_label(h.title)) and lab[0] == "part":
+            part_level = out[-1].level
     return out
 
 

@@ -25,6 +25,7 @@ import html
 import re
 
 __all__ = [
+    "EXHIBIT_TITLE_MAX_WORDS",
     "NUMBERED_TITLE",
     "ROMAN_DIGITS",
     "ROMAN_OR_LETTER",
@@ -36,6 +37,7 @@ __all__ = [
     "TITLE_LINE_MAX_WORDS",
     "arabic_to_roman",
     "ends_in_folio",
+    "exhibit_label",
     "filing_label",
     "heading_title",
     "html_title",
@@ -487,6 +489,45 @@ def filing_label(title: str) -> tuple[str, str] | None:
     if _FILING_STATEMENTS.search(text):
         return "statements", ""
     return None
+
+
+_FILING_EXHIBIT = re.compile(
+    r"^exhibit\s+(?:no\.?\s*)?(?P<label>\d{1,3}(?:\.\d{1,3}){0,2}[a-z]?)(?=$|[\s.:,–—-])", re.IGNORECASE
+)
+#: Most words after an exhibit's label in its heading ("Exhibit 13.1 Management's Discussion and
+#: Analysis of Financial Condition and Results of Operations": 11). More, and the line is a
+#: sentence that mentions an exhibit.
+EXHIBIT_TITLE_MAX_WORDS = 16
+
+
+def exhibit_label(title: str) -> str | None:
+    """The number of an exhibit whose first heading this is, as a filing appends it.
+
+    A 10-K, 10-Q or 8-K carries its exhibits after its own text: agreements, plans, an annual
+    report (``Exhibit 13``), the certifications (``Exhibit 31.1``), a press release (``Exhibit
+    99.1``). Each opens with its label, alone or before its title.
+
+    Args:
+        title: Heading text as written.
+
+    Returns:
+        The label (``"10.36"``, ``"99.1"``), or None: for any other title, a contents line
+        ending in a page number, a bare ``EXHIBIT`` (an index's column) and a sentence that
+        mentions an exhibit (more than :data:`EXHIBIT_TITLE_MAX_WORDS` words after the label,
+        or ending in a period after more than three).
+
+    Example:
+        >>> exhibit_label("EXHIBIT 10.36"), exhibit_label("Exhibit 13.1 Management's Discussion")
+        ('10.36', '13.1')
+    """
+    text = plain_title(title)
+    m = _FILING_EXHIBIT.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():].strip(" .:–—-").split()
+    if len(rest) > EXHIBIT_TITLE_MAX_WORDS or (len(rest) > 3 and text.endswith(".")) or _TOC_FOLIO.search(text[m.end():]):
+        return None
+    return m.group("label")
 
 
 # -- table rows and page furniture ---------------------------------------------------------------

@@ -15,6 +15,7 @@ from proxypointer.tree.headings import label_title
 from proxypointer.tree.titles import (
     arabic_to_roman,
     ends_in_folio,
+    exhibit_label,
     filing_label,
     heading_title,
     html_title,
@@ -353,3 +354,21 @@ def test_ends_in_folio_tells_contents_lines_from_bare_labels(line, folio):
     assert ends_in_folio(line) is folio
     if not folio:
         assert label_title(line) == line
+
+
+@pytest.mark.parametrize(
+    ("title", "label"),
+    [
+        ("EXHIBIT 10.36", "10.36"),
+        ("Exhibit 13.1 Management’s Discussion and Analysis of Financial Condition and Results of Operations", "13.1"),
+        ("Exhibit 99.1", "99.1"),
+        ("**Exhibit 32**", "32"),
+        ("Exhibit No. 4.2", "4.2"),
+        ("EXHIBIT", None),  # an exhibit index's column
+        ("Exhibit 10.1 Credit Agreement 45", None),  # a contents line
+        ("Exhibit 10.1 to our Current Report on Form 8-K was filed with the Commission on May 5.", None),
+        ("Exhibits and Financial Statement Schedules", None),
+    ],
+)
+def test_exhibit_label(title, label):
+    assert exhibit_label(title) == label

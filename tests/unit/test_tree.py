@@ -874,3 +874,92 @@ def test_a_bare_number_is_an_item_only_between_the_items_around_it():
     # one labelled item is no filing's contents: nothing is renamed
     alone = "# Item 1. Business {.outline}\n\ntext\n\n# 8 Financial Statements {.outline}\n\ntext\n"
     assert {h.title for h in with_item_words(find_headings(alone)[0])} == {"Item 1. Business", "8 Financial Statements"}
+
+
+# -- appended exhibits ---------------------------------------------------------------------------
+FILING_WITH_EXHIBITS = """\
+### PART IV
+
+### Item 15. Exhibits
+
+text
+
+### SIGNATURES
+
+text
+
+### ARTICLE I. DEFINITIONS
+
+text
+
+#### Section 11.14. Equitable Remedies
+
+text
+
+#### Exhibit 10.36
+
+text
+
+#### ARTICLE 2 SEVERANCE PAY
+
+text
+
+#### Exhibit 13.1 Management's Discussion and Analysis of Financial Condition and Results of Operations
+
+text
+
+#### Consolidated Statements of Operations
+
+| Revenue | 10 |
+|---|---|
+
+#### Notes to Consolidated Financial Statements
+
+text
+
+#### 1. Significant Accounting Policies
+
+text
+
+#### EXHIBIT 31.1
+
+text
+"""
+
+
+def test_an_appended_exhibit_opens_a_top_level_section_of_a_filing():
+    """An exhibit's heading closes the agreement before it: the annual report a 10-K appends as
+    Exhibit 13 stood under an earlier agreement's "Section 11.14. Equitable Remedies" (CVS 2018)."""
+    paths = _paths(FILING_WITH_EXHIBITS, FILING)
+    annual = "Exhibit 13.1 Management's Discussion and Analysis of Financial Condition and Results of Operations"
+    assert ("Exhibit 10.36",) in paths and ("EXHIBIT 31.1",) in paths
+    assert ("Exhibit 10.36", "ARTICLE 2 SEVERANCE PAY") in paths
+    assert (annual, "Consolidated Statements of Operations") in paths
+    assert (annual, "Notes to Consolidated Financial Statements", "1. Significant Accounting Policies") in paths
+    assert not any("Section 11.14. Equitable Remedies" in p[:-1] and "Exhibit" in p[-1] for p in paths)
+
+
+def test_an_exhibit_label_before_any_item_is_no_section_of_its_own():
+    """Before the filing's first item (a cover or a contents page) an exhibit label is no exhibit."""
+    text = "### Exhibit 99.1\n\ntext\n\n### PART I\n\n### Item 1. Business\n\ntext\n\n### Item 2. Properties\n\ntext\n"
+    levels = [h.level for h in find_headings(text, FILING)[0]]
+    assert levels == [1, 1, 2, 2]
+
+
+def test_an_exhibit_climbs_out_of_the_outline_of_the_agreement_before_it():
+    """CVS's 2018 10-K: a merger agreement's printed contents placed its articles and sections as
+    outline headings; the exhibits after it (the annual report of Exhibit 13.1 among them) stood
+    under its last "Section 11.14. Equitable Remedies"."""
+    from proxypointer.tree.headings import outline_levels
+    from proxypointer.tree.markdown import Heading
+
+    text = [(3, "PART IV"), (3, "Item 15. Exhibits"), (3, "Item 16. Form 10-K Summary")]
+    headings = [Heading(10 * i + 1, 10 * i + 1, lvl, title, lvl, "markdown") for i, (lvl, title) in enumerate(text)]
+    headings += [Heading(41, 41, 1, "ARTICLE XI.", 1, "outline"),
+                 Heading(51, 51, 2, "Section 11.14. Equitable Remedies", 2, "outline"),
+                 Heading(61, 61, 4, "Exhibit 13.1 Annual Report", 4, "markdown"),
+                 Heading(71, 71, 4, "Consolidated Statements of Operations", 4, "markdown"),
+                 Heading(81, 81, 4, "EXHIBIT 31.1", 4, "markdown")]
+    levels = {h.title: h.level for h in outline_levels(headings)}
+    assert levels["PART IV"] == levels["Exhibit 13.1 Annual Report"] == levels["EXHIBIT 31.1"] == 1
+    assert levels["Consolidated Statements of Operations"] > 1
