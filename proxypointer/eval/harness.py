@@ -329,7 +329,7 @@ TREE_CODE = ("tree", "chunk")
 
 @functools.lru_cache(maxsize=1)
 def tree_code_digest() -> str:
-    """A digest of the source of :data:`TREE_CODE` (12 hex digits): new code, new stores."""
+    """Return a digest of the source of :data:`TREE_CODE` (12 hex digits): new code, new stores."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha1()
     for package in TREE_CODE:

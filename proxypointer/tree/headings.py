@@ -738,20 +738,19 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
     # In a filing, the labels say how text headings nest below an outline heading (a note under
     # the notes heading under Item 8): their depth below it as relevel_filing would set it.
     filing = {h.line: h.level for h in relevel_filing(kept)}
-    is_filing = sum(1 for h in kept if (lab := filing_label(h.title)) and lab[0] in ("part", "item", "note")) \
-        >= FILING_MIN_LABELS
-    structure = filing_structure(kept) if is_filing else None
-    exhibits = {h.line for h, kind in zip(kept, structure[0], strict=True) if kind == "exhibit"} if structure else set()
+    structure = filing_structure(kept)
+    is_filing = structure is not None
+    kinds = structure[0] if structure else [""] * len(kept)
     out: list[Heading] = []
     anchor_line = 0
     opened: list[Heading] = []  # outline headings seen, for a part or item that climbs out
     part_level = 1  # level of the last part heading, for an exhibit that climbs out
-    for h in kept:
+    for h, kind in zip(kept, kinds, strict=True):
         if h.source == "outline":
             anchor_line = h.line
             level = fixed[h.line]
             opened.append(h)
-        elif h.line in exhibits:
+        elif kind == "exhibit":
             # an appended exhibit after the outline of the agreement before it (its printed
             # contents: CVS's 2018 10-K) climbs out of that agreement's last section, to the
             # level of the filing's last part (Verizon's bookmarks hold every part in one root)
@@ -768,7 +767,7 @@ def outline_levels(headings: list[Heading]) -> list[Heading]:
         else:
             level = (fixed[anchor_line] if anchor_line else 0) + 1 + ranks[anchor_line].index(h.level)
         out.append(Heading(h.line, h.last_line, min(max(level, 1), 6), shown[h.line], h.md_level, h.source))
-        if (lab := filing_label(h.title)) and lab[0] == "part":
+        if kind == "part":
             part_level = out[-1].level
     return out
 

@@ -501,7 +501,7 @@ EXHIBIT_TITLE_MAX_WORDS = 16
 
 
 def exhibit_label(title: str) -> str | None:
-    """The number of an exhibit whose first heading this is, as a filing appends it.
+    """Return the number of an exhibit whose first heading this is, as a filing appends it.
 
     A 10-K, 10-Q or 8-K carries its exhibits after its own text: agreements, plans, an annual
     report (``Exhibit 13``), the certifications (``Exhibit 31.1``), a press release (``Exhibit
@@ -525,7 +525,8 @@ def exhibit_label(title: str) -> str | None:
     if m is None:
         return None
     rest = text[m.end():].strip(" .:–—-").split()
-    if len(rest) > EXHIBIT_TITLE_MAX_WORDS or (len(rest) > 3 and text.endswith(".")) or _TOC_FOLIO.search(text[m.end():]):
+    sentence = len(rest) > EXHIBIT_TITLE_MAX_WORDS or (len(rest) > 3 and text.endswith("."))
+    if sentence or _TOC_FOLIO.search(text[m.end():]):
         return None
     return m.group("label")
 
