@@ -88,10 +88,10 @@ class EndpointEmbedder:
     def tokenizer(self) -> HFTokenizer:
         """The tokenizer that sizes chunks (``embedding.tokenizer``, else the default model's).
 
-        Without ``embedding.tokenizer`` a warning says once per embedder that sizes are
-        approximate. ``max_seq_length`` is ``embedding.max_seq_length`` when set, and is
-        lowered by the word pieces of ``document_prefix``, so that prefix + breadcrumb + text
-        fit the model's input.
+        Without ``embedding.tokenizer`` sizes are approximate: ingestion warns once per run
+        (:attr:`approximate_sizes`); a query, whose token budgets are all it sizes, does not.
+        ``max_seq_length`` is ``embedding.max_seq_length`` when set, and is lowered by the word
+        pieces of ``document_prefix``, so that prefix + breadcrumb + text fit the model's input.
 
         Raises:
             ConfigError: If ``embedding.tokenizer`` is not a tokenizer folder or file.
@@ -101,15 +101,23 @@ class EndpointEmbedder:
             if cfg.tokenizer:
                 tok = load_local_tokenizer(cfg.tokenizer, max_seq_length=cfg.max_seq_length)
             else:
-                logger.warning(
-                    "%s: no embedding.tokenizer set; chunks are sized with %s's tokenizer (BERT WordPiece), "
-                    "an approximation for this model; set embedding.tokenizer to its tokenizer folder or "
-                    "tokenizer.json for exact sizes", self.where, DEFAULT_MODEL,
-                )
+                logger.debug("%s", self.approximate_sizes)
                 tok = load_tokenizer(DEFAULT_MODEL)
                 tok = replace(tok, max_seq_length=cfg.max_seq_length or 512)
             self._tokenizer = less_prefix(tok, cfg.document_prefix)
         return self._tokenizer
+
+    @property
+    def approximate_sizes(self) -> str | None:
+        """Why chunk sizes are approximate (no ``embedding.tokenizer`` set), or None when exact.
+
+        Ingestion logs it as a warning once per run (:func:`~proxypointer.ingest.stages.warn_approximate_sizes`).
+        """
+        if self.config.tokenizer:
+            return None
+        return (f"{self.where}: no embedding.tokenizer set; chunks are sized with {DEFAULT_MODEL}'s tokenizer "
+                "(BERT WordPiece), an approximation for this model; set embedding.tokenizer to its tokenizer "
+                "folder or tokenizer.json for exact sizes")
 
     @property
     def dim(self) -> int:

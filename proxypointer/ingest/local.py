@@ -42,6 +42,7 @@ from .stages import (
     reads_in_batches,
     set_aside,
     start_sync,
+    warn_approximate_sizes,
     write_documents,
 )
 
@@ -259,6 +260,7 @@ class _Files:
         self.config = index.config
         self.key = index.pipeline_key
         self.tokenizer = TokenCountCache(index.embedder.tokenizer)  # words counted once per run
+        warn_approximate_sizes(index.embedder)
         self.run = run
         self.show_progress = show_progress
 

@@ -69,6 +69,7 @@ __all__ = [
     "commit_document",
     "embed_chunks",
     "empty_note",
+    "warn_approximate_sizes",
     "encode_groups",
     "finish_sync",
     "missing_embeddings",
@@ -864,3 +865,15 @@ def prune_conversions(readers: dict[str, Reader], registry: Registry) -> None:
             n = prune(sorted(live))
             if n:
                 logger.info("removed %d cached conversion(s) no document uses", n)
+
+
+def warn_approximate_sizes(embedder: object) -> None:
+    """Warn once for an ingest run when the embedder sizes chunks with an approximate tokenizer.
+
+    An embedding endpoint without ``embedding.tokenizer`` (:attr:`.EndpointEmbedder.approximate_sizes`)
+    sizes chunks with the default model's tokenizer. Said when chunks are sized, not on every
+    query (issue 32).
+    """
+    note = getattr(embedder, "approximate_sizes", None)
+    if note:
+        logger.warning("%s", note)

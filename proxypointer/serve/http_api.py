@@ -12,7 +12,7 @@ FastAPI routes (OpenAPI at ``/docs`` and ``/openapi.json``), served by uvicorn, 
 ``GET /documents/{doc_id}/sections/{node}`` exact section text, ``?start_line=&end_line=&max_tokens=``
 ``GET /documents/{doc_id}/lines``           exact lines of the document, same query parameters
 ``GET /documents/{doc_id}/file``            the PDF it was indexed from (open at ``#page=N``)
-``GET /healthz``                            liveness (no token needed)
+``GET /healthz``                            liveness (no token needed; ``HEAD`` too, as on ``/``)
 ``POST /ingest``                            ``{"paths": [...], "prune": false}``: ``--allow-write`` only
 ``DELETE /documents/{doc_id}``              ``--allow-write`` only
 ==========================================  =====================================================
@@ -132,7 +132,8 @@ def create_app(service: Service, *, host: str) -> Any:
     async def explain(body: ExplainBody) -> dict[str, Any]:
         return await service.call(service.explain, body.query, body.k, body.doc_ids, body.prefix)
 
-    @app.get("/", summary="The inspector page", include_in_schema=False)
+    # HEAD as well as GET on the page and the liveness route: monitors and `curl -I` probe with HEAD
+    @app.api_route("/", methods=["GET", "HEAD"], summary="The inspector page", include_in_schema=False)
     async def inspector_page() -> Response:
         content, media = asset("inspector.html")
         return Response(content, media_type=media, headers=_PAGE_HEADERS)
@@ -186,7 +187,7 @@ def create_app(service: Service, *, host: str) -> Any:
         return FileResponse(path, media_type="application/pdf", content_disposition_type="inline",
                             filename=path.name, headers={"x-content-type-options": "nosniff"})
 
-    @app.get("/healthz", summary="Liveness")
+    @app.api_route("/healthz", methods=["GET", "HEAD"], summary="Liveness")
     async def healthz() -> dict[str, Any]:
         return service.health()
 

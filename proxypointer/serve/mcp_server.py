@@ -1,9 +1,10 @@
 """``proxypointer serve mcp``: the index as MCP tools and resources, with the official MCP SDK.
 
-Built on ``mcp.server.mcpserver.MCPServer`` (MCP Python SDK 2.x). Four read-only tools, each
+Built on ``mcp.server.mcpserver.MCPServer`` (MCP Python SDK 2.x). Five read-only tools, each
 a thin call of :class:`~proxypointer.serve.service.Service` in its worker threads:
 
 * ``search``: the best whole sections for a query, with citations, within a token budget;
+* ``explain``: why each section of a search ranked (what reciprocal rank fusion saw for it);
 * ``list_documents``: what is indexed;
 * ``get_structure``: one document's skeleton tree (PageIndex-style navigation);
 * ``get_section``: the exact stored text of a section or a line range, with its citation.
@@ -56,7 +57,7 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def create_mcp_server(service: Service) -> MCPServer:
-    """Build the MCP server: the four tools and the document resource over one service.
+    """Build the MCP server: the five tools and the document resource over one service.
 
     Args:
         service: The service the tools call (limits from its ``serve`` config).
@@ -65,7 +66,7 @@ def create_mcp_server(service: Service) -> MCPServer:
         An ``MCPServer``; run it with :func:`run_mcp`, or ``server.run()`` for stdio.
     """
     # read-only tools, arguments strict; listed in this order
-    tools = [_strict_tool(fn, _READ_ONLY) for fn in (_search_tool(service), *_navigation_tools(service))]
+    tools = [_strict_tool(fn, _READ_ONLY) for fn in (*_search_tools(service), *_navigation_tools(service))]
     server = MCPServer("proxypointer", instructions=INSTRUCTIONS, version=__version__, tools=tools)
     _add_document_resource(server, service)
     return server
@@ -84,8 +85,8 @@ async def _call(service: Service, fn: Callable[..., dict[str, Any]], *args: Any)
         raise ToolError(str(err)) from err
 
 
-def _search_tool(service: Service) -> Callable[..., Any]:
-    """Make the ``search`` tool over ``service`` (limits and the default ``k`` from its config)."""
+def _search_tools(service: Service) -> tuple[Callable[..., Any], ...]:
+    """Make the ``search`` and ``explain`` tools over ``service`` (limits and the default ``k`` from its config)."""
     lim = service.limits
     default_k = min(service.config.retrieval.k, lim.max_k)
 
@@ -118,7 +119,29 @@ def _search_tool(service: Service) -> Callable[..., Any]:
         """
         return await _call(service, service.search, query, k, doc_ids, prefix, max_tokens)
 
-    return search
+    async def explain(
+        query: Annotated[str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)],
+        k: Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)] = default_k,
+        doc_ids: Annotated[
+            list[str] | None, Field(description="Only search these documents (ids from list_documents).")
+        ] = None,
+        prefix: Annotated[
+            str | None, Field(description="Only search documents whose doc_id starts with this, e.g. 'policies/'.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Say why each section of a search ranked; it searches again and returns no section text.
+
+        `sections` in the order `search` gives them, each with `doc_id`, `node_id`, `rank`,
+        `fused_rank` and `signals`: per ranking that reciprocal rank fusion saw (`dense`,
+        `lexical`, `routed`, `titles`, `focus`), its `weight`, the section's first chunk's
+        1-based `rank` there (0: absent), `score` and `contribution` weight / (rrf_k + rank);
+        `labelled` / `implied` say whether the query named or implied the section. `searched`
+        is the text searched, `named` / `boost` the documents title routing searched alone or
+        boosted.
+        """
+        return await _call(service, service.explain, query, k, doc_ids, prefix)
+
+    return search, explain
 
 
 def _navigation_tools(service: Service) -> tuple[Callable[..., Any], ...]:

@@ -152,6 +152,10 @@ def test_the_inspector_page_and_its_files_are_served_and_nothing_else(server):
     for path in ("/inspector/inspector.html", "/inspector/..%2Fhttp_api.py", "/inspector/secret.txt"):
         assert httpx.get(server.url + path).status_code == 404, path
     assert httpx.get(server.url + "/", headers={"host": "evil.example"}).status_code == 421
+    for path in ("/", "/healthz"):  # probes with HEAD (monitors, curl -I): the GET's headers, no body
+        head = httpx.head(server.url + path)
+        assert head.status_code == 200 and head.content == b"", path
+    assert httpx.head(server.url + "/").headers["content-type"] == page.headers["content-type"]
     # only a registered PDF is served; data/ holds markdown
     r = httpx.get(server.url + "/documents/employee-handbook/file")
     assert r.status_code == 404 and "not a PDF" in r.json()["detail"]

@@ -54,7 +54,7 @@ async def _exercise(session: ClientSession, expected: dict) -> None:
     """List the tools and call each one, its error paths included, on data/."""
     await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"search", "list_documents", "get_structure", "get_section"}
+    assert set(tools) == {"search", "explain", "list_documents", "get_structure", "get_section"}
     assert all(t.annotations.read_only_hint and t.description for t in tools.values())
     schema = tools["search"].input_schema
     assert schema["required"] == ["query"]
@@ -69,6 +69,12 @@ async def _exercise(session: ClientSession, expected: dict) -> None:
             (s.citation, s.text, list(s.breadcrumb), pytest.approx(s.score, abs=1e-6)) for s in expected[q]
         ]
         assert json.loads(res.content[0].text) == res.structured_content  # same JSON for text-only clients
+    why = await session.call_tool("explain", {"query": QUERIES[0], "k": 3})
+    assert not why.is_error, why.content
+    assert [(s["doc_id"], s["node_id"], s["rank"]) for s in why.structured_content["sections"]] == [
+        (s.doc_id, s.node_id, i) for i, s in enumerate(expected[QUERIES[0]], 1)
+    ]
+    assert all(s["signals"] and s["signals"][0]["name"] == "dense" for s in why.structured_content["sections"])
     small = (await session.call_tool("search", {"query": QUERIES[0], "k": 3, "max_tokens": 40})).structured_content
     assert small["tokens"] <= 40 and any(s["truncated"] for s in small["sections"])
 
@@ -97,6 +103,8 @@ async def _exercise(session: ClientSession, expected: dict) -> None:
         ("search", {"query": "leave", "k": 500}, "less than or equal to 20"),
         ("search", {"query": "leave", "doc_ids": ["nope"]}, "not in the index"),
         ("search", {"query": "leave", "max_tokens": 10**6}, "max_tokens"),
+        ("explain", {"query": "leave", "max_tokens": 100}, "max_tokens"),
+        ("explain", {"query": "leave", "doc_ids": ["nope"]}, "not in the index"),
         ("nope", {}, "nope"),
     ]
     for name, args, words in refusals:

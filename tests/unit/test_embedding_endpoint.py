@@ -202,13 +202,21 @@ def test_queries_are_cached_and_the_embedder_pickles(server):
     assert np.allclose(emb.encode_queries(["kettle"])[0], first)
 
 
-def test_without_a_tokenizer_the_default_one_sizes_chunks_with_one_warning(server, caplog):
-    emb = make_embedder(replace(endpoint_config(server).embedding, max_seq_length=0))
-    with caplog.at_level(logging.WARNING, logger="proxypointer.embed.endpoint"):
+def test_without_a_tokenizer_the_default_one_sizes_chunks_with_one_warning_per_ingest(server, caplog, tmp_path):
+    cfg = endpoint_config(server)
+    cfg = replace(cfg, embedding=replace(cfg.embedding, max_seq_length=0))
+    emb = make_embedder(cfg.embedding)
+    with caplog.at_level(logging.WARNING):
         assert emb.tokenizer.name == "all-MiniLM-L6-v2" and emb.tokenizer.max_seq_length == 512
-        emb.tokenizer  # noqa: B018 - a second use warns no more
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # a query sizes budgets only
+        (tmp_path / "notes.md").write_text("# Kettle\n\nDescale the kettle monthly.\n", encoding="utf-8")
+        with Index(tmp_path / "store", cfg, emb) as index:
+            assert not index.ingest([tmp_path / "notes.md"], show_progress=False).failed
+            hits = Retriever(index).retrieve("descale kettle", 1)
+            assert hits and hits[0].doc_id == "notes"
     warnings = [r for r in caplog.records if "no embedding.tokenizer" in r.getMessage()]
     assert len(warnings) == 1 and server.base_url in warnings[0].getMessage()
+    assert warnings[0].name == "proxypointer.ingest.stages"
 
 
 def test_a_named_tokenizer_folder_or_file_sizes_chunks(server, tmp_path):

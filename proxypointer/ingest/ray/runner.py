@@ -54,6 +54,7 @@ from ..stages import (
     finish_sync,
     plan_changed,
     start_sync,
+    warn_approximate_sizes,
 )
 from . import stages as stages
 
@@ -348,6 +349,7 @@ def _pipeline(
     owner = (store_id, root) if store_id else None
     here = {"ray.io/node-id": ray.get_runtime_context().get_node_id()}  # beside the registry
     model = index.embedder.name
+    warn_approximate_sizes(index.embedder)
     items = [{"pending": pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)} for p in pending.values()]
     # one block per parse batch, so that the parse tasks (and the stages after) run side by side
     ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // PARSE_BATCH_DOCS))
