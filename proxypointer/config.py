@@ -474,6 +474,11 @@ class RetrievalConfig:
         demote_empty: Rank sections whose only chunk is breadcrumb-only (a leaf heading with
             no text of its own, shared case 11) after every section with text, unless a label
             in the query names them: their chunk matches any query that names the document.
+        demote_exhibits: Rank sections of a filing's appended exhibits that are not disclosures
+            (agreements, plans, consents, certifications, lists of subsidiaries;
+            :mod:`proxypointer.retrieve.exhibits`) with the breadcrumb-only ones, after every
+            other section, unless the query says "exhibit", a label in it names them, or the
+            exhibit's or the section's title answers it.
         implied_rank: Sections a query implies without naming them (``implied``): the
             financial statements a measure it names reads ("quick ratio": the balance sheet;
             ``implied.MEASURES``) and the sections the SEC forms prescribe for a topic it asks
@@ -509,6 +514,7 @@ class RetrievalConfig:
     full_ranks: int = 2
     delivery_budget_tokens: int = 0
     demote_empty: bool = True
+    demote_exhibits: bool = False
     implied_rank: int = 0
 
     def __post_init__(self) -> None:

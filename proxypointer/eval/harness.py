@@ -157,7 +157,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 #: docs/evaluation.md; the defaults since then fuse BM25 and title rankings and cap big sections).
 BASELINE_RETRIEVAL: dict[str, Any] = {
     "hybrid": False, "section_scoring": "max", "title_routing_docs": 0, "title_weight": 0.0,
-    "label_lookup": False, "subtree_cap_tokens": 0, "demote_empty": False, "focus_weight": 0.0, "implied_rank": -1,
+    "label_lookup": False, "subtree_cap_tokens": 0, "demote_empty": False, "demote_exhibits": False,
+    "focus_weight": 0.0, "implied_rank": -1,
 }
 
 

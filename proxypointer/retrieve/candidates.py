@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..store.chroma import Hit
+from .exhibits import asks_for_exhibit
 from .ranking import Ranker, Ranking, Route, demoted, place_sections, score_sections
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class Candidates:
         if merge:
             found = self.merge_nested(found)
         with_text = len(found)
-        if cfg.demote_empty:
+        if cfg.demote_empty or cfg.demote_exhibits:
             labelled = {*ranking.labelled, *ranking.placed}
             found, with_text = self.demote_empty(found, len(found) if k is None else k, labelled, route.query)
         return RankedSections(ranking, found, with_text)
@@ -158,7 +159,9 @@ class Candidates:
         Reads the records of the candidates in rank order, ``k`` at a time, until ``k`` with
         text are known (the rest keep their order behind them). A section named by a label in
         the query (its chunk in ``labelled``), or whose own title answers the query
-        (:func:`~proxypointer.store.terms.title_answers`), stays where it is.
+        (:func:`~proxypointer.store.terms.title_answers`), stays where it is. With
+        ``demote_exhibits``, sections of a filing's non-disclosure exhibits go with them
+        (:meth:`_in_exhibit`); without ``demote_empty``, only those.
 
         Returns:
             ``(candidates, known with text)``: those with text first.
@@ -176,11 +179,20 @@ class Candidates:
                     text.append(c)
                     continue
                 c = replace(c, section=h, chunk=h if c.chunk.chunk_id == h.chunk_id else c.chunk)
-                if demoted(h, labelled, query):
+                if (self.config.demote_empty and demoted(h, labelled, query)) or self._in_exhibit(h, labelled, query):
                     empty.append(c)
                 else:
                     text.append(c)
         return text + empty + found[i:], len(text)
+
+    def _in_exhibit(self, hit: Hit, labelled: set[str], query: str) -> bool:
+        """Whether a section lies in a filing's exhibit the query does not ask for (``demote_exhibits``)."""
+        if not self.config.demote_exhibits or hit.chunk_id in labelled:
+            return False
+        m = hit.metadata
+        live = self.trees.get(m.get("doc_id", ""), m.get("version", ""))
+        head = live.exhibit_head(m.get("node_id", "")) if live is not None else None
+        return head is not None and not asks_for_exhibit(query, head.title, str(m.get("title", "")))
 
     # -- nested sections ----------------------------------------------------------------------
     def merge_nested(self, found: list[Candidate]) -> list[Candidate]:

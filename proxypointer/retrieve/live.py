@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .._lru import LRU
 from ..chunk.ids import parse_chunk_id
 from ..tree.build import DocumentTree, Node
+from .exhibits import exhibit_heads
 
 if TYPE_CHECKING:
     from ..store.folder import StoreView
@@ -42,6 +43,7 @@ class LiveTree:
     tree: DocumentTree
     chunks: dict[str, tuple[str, ...]]
     _subtrees: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _exhibits: list[dict[str, str]] = field(default_factory=list, repr=False, compare=False)
 
     def node(self, node_id: str) -> Node | None:
         """Return the tree node, or None (a fallback window, an unknown id)."""
@@ -66,6 +68,18 @@ class LiveTree:
                 got = tuple(out)
             self._subtrees[node_id] = got  # same value whichever thread computes it
         return got
+
+    def exhibit_head(self, node_id: str) -> Node | None:
+        """Return the heading of the appended non-disclosure exhibit holding a node, or None.
+
+        (:func:`~proxypointer.retrieve.exhibits.exhibit_heads`: a filing's ``Exhibit 21``,
+        ``Exhibit 31.1``; never an annual report or earnings release exhibit, nor any node of a
+        document that is no filing.)
+        """
+        if not self._exhibits:
+            self._exhibits.append(exhibit_heads(self.tree))  # same value whichever thread computes it
+        head = self._exhibits[0].get(node_id)
+        return self.node(head) if head is not None else None
 
     def subtree_chunks(self, node_id: str) -> list[str]:
         """Live chunk ids of the node's subtree, in document order."""
