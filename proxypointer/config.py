@@ -478,7 +478,8 @@ class RetrievalConfig:
             (agreements, plans, consents, certifications, lists of subsidiaries;
             :mod:`proxypointer.retrieve.exhibits`) with the breadcrumb-only ones, after every
             other section, unless the query says "exhibit", a label in it names them, or the
-            exhibit's or the section's title answers it.
+            exhibit's or the section's title answers it. On by default: FinanceBench dev PDFs
+            MRR@10 0.800 -> 0.812, check the same, no question lost (docs/evaluation.md).
         implied_rank: Sections a query implies without naming them (``implied``): the
             financial statements a measure it names reads ("quick ratio": the balance sheet;
             ``implied.MEASURES``) and the sections the SEC forms prescribe for a topic it asks
@@ -514,7 +515,7 @@ class RetrievalConfig:
     full_ranks: int = 2
     delivery_budget_tokens: int = 0
     demote_empty: bool = True
-    demote_exhibits: bool = False
+    demote_exhibits: bool = True
     implied_rank: int = 0
 
     def __post_init__(self) -> None:
