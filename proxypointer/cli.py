@@ -774,13 +774,19 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     index = _open_index(args)
     # a citation's form names the document too (`employee-handbook.md` for `employee-handbook`)
     doc_ids, unknown = Retriever(index).resolve_doc_ids(args.doc_ids)
+    unknown = list(dict.fromkeys(unknown))
     if unknown:  # the others are still deleted; the exit status says not all were
         names = ", ".join(repr(d) for d in unknown)
         print(f"error: no document {names} in the store; `proxypointer status --docs` lists them", file=sys.stderr)
         doc_ids = [d for d in doc_ids if d not in set(unknown)]  # said once, here; not again by delete
+    doc_ids = list(dict.fromkeys(doc_ids))  # one document named twice (its id, its file name) counts once
     removed = index.delete(doc_ids)
-    print(f"deleted {len(removed)} of {len(args.doc_ids)} documents")
-    return 0 if len(removed) == len(args.doc_ids) else 1
+    wanted = len(doc_ids) + len(unknown)
+    print(f"deleted {len(removed)} of {wanted} documents")
+    if len(removed) < len(doc_ids):  # gone meanwhile (another process deleted it): say which
+        gone = ", ".join(repr(d) for d in doc_ids if d not in set(removed))
+        print(f"error: {gone} no longer in the store (deleted meanwhile?)", file=sys.stderr)
+    return 0 if len(removed) == wanted else 1
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -183,6 +183,22 @@ def test_delete_takes_the_citation_form(cli, capsys, caplog, tmp_path, fake_embe
         assert index.registry.get("employee-handbook") is None
 
 
+def test_delete_counts_a_document_named_twice_once(cli, capsys, tmp_path, fake_embedder):
+    from proxypointer.index import Index
+
+    root = tmp_path / "store"
+    with Index(root, ProxyPointerConfig(), fake_embedder) as index:
+        assert not index.ingest([DATA / "employee-handbook.md"], show_progress=False).failed
+    # its id twice, or its id and its file name: one document, all of it deleted, exit 0
+    argv = ["delete", "employee-handbook", "employee-handbook.md", "employee-handbook", "--store", str(root)]
+    assert cli(argv) == 0
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("deleted 1 of 1 documents\n", "")
+    assert cli(["delete", "nope", "nope", "--store", str(root)]) == 1
+    out = capsys.readouterr()
+    assert out.out == "deleted 0 of 1 documents\n" and out.err.count("'nope'") == 1
+
+
 def test_check_repair_says_it_repaired_and_check_then_says_ok(cli, capsys, fake_embedder, tmp_path):
     from proxypointer.index import Index
 
