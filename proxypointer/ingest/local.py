@@ -277,10 +277,7 @@ class _Files:
         try:
             doc = make()
         except EmptyDocumentError as err:
-            note = empty_note(self.registry, file, err)
-            run.report.notes.append((file.path, note))
-            logger.info("%s", note)
-            run.doc_done()
+            self.skip_empty(file, err)
             return
         except StoreError:
             raise
@@ -296,6 +293,14 @@ class _Files:
                 logger.warning("%s", note)  # now, before the long embedding, not in the summary only
                 run.report.notes.append((file.path, note))
         run.add(pending, doc)
+
+    def skip_empty(self, file: SourceFile, err: EmptyDocumentError) -> None:
+        """Skip a file that holds no text, with a note (not a failure)."""
+        note = empty_note(self.registry, file, err)
+        self.run.report.skipped += 1
+        self.run.report.notes.append((file.path, note))
+        logger.info("%s", note)
+        self.run.doc_done()
 
     def read_batched(self, batched: list[SourceFile]) -> None:
         """Read the files of readers that convert in batches (PDF), then parse them one by one.
@@ -316,6 +321,9 @@ class _Files:
                 reader = readers[group[0].file.suffix]
                 results = read_batch(group, reader, show_progress=self.show_progress, stage_seconds=st)
                 for pending, result in zip(group, results, strict=True):
+                    if isinstance(result, EmptyDocumentError):  # a 0-byte PDF: a note, as any empty file
+                        self.skip_empty(pending.file, result)
+                        continue
                     if isinstance(result, ProxyPointerError):
                         self.run.fail(pending.file.path, str(result))
                         self.run.doc_done()

@@ -98,6 +98,8 @@ class IngestReport:
         indexed: Documents written (new or changed).
         unchanged: Documents skipped because content and settings were unchanged.
         deleted: Documents removed (``prune``).
+        skipped: Files skipped because they hold no text (empty or whitespace only; each also
+            has a note).
         sections: Sections (nodes or windows) of the documents written.
         chunks: Chunks written.
         embedded: Chunks embedded by the model in this run.
@@ -118,6 +120,7 @@ class IngestReport:
     indexed: int = 0
     unchanged: int = 0
     deleted: int = 0
+    skipped: int = 0
     sections: int = 0
     chunks: int = 0
     embedded: int = 0
@@ -143,6 +146,8 @@ class IngestReport:
             line += f" ({self.chunks / self.seconds:.1f} chunks/s)"
         if self.cache_pruned:
             line += f"; {self.cache_pruned} unused cached embeddings removed"
+        if self.skipped:
+            line += f"; {self.skipped} skipped (no text)"
         if self.failed:
             line += f"; {len(self.failed)} failed"
         return line
@@ -154,6 +159,7 @@ class IngestReport:
             "indexed": self.indexed,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
+            "skipped": self.skipped,
             "sections": self.sections,
             "chunks": self.chunks,
             "embedded": self.embedded,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, DocumentError, MissingDependencyError
+from ..errors import ConfigError, DocumentError, EmptyDocumentError, MissingDependencyError
 from ..lines import normalise_text, plain_line, split_lines
 from ..pdflog import pypdf_warnings_hidden
 from ..progress import progress_bar
@@ -758,8 +758,8 @@ def _inspect_pdf(index: int, path: Path) -> _Job | DocumentError:
         return DocumentError(f"{path}: is a directory, expected a PDF file")
     except OSError as err:
         return DocumentError(f"{path}: cannot read ({err.strerror})")
-    if not data:
-        return DocumentError(f"{path}: empty file (0 bytes); download or export the PDF again")
+    if not data:  # skipped with a note, as an empty file of any other format (issue 32)
+        return EmptyDocumentError(f"{path}: empty file (0 bytes); skipped (download or export the PDF again)")
     if not data.lstrip()[:5] == b"%PDF-":
         return DocumentError(f"{path}: not a PDF file (no %PDF- header); check that the file is really a PDF")
     sha = hashlib.sha256(data).hexdigest()

@@ -205,9 +205,17 @@ def test_kind37_one_file_is_never_indexed_under_two_ids(tmp_path, make_index):
     (root / "sub" / "x.md").write_text("# X\n\nxylophone\n", encoding="utf-8")
     index = make_index()
     index.ingest([root], show_progress=False)
+    # a subfolder of the folder ingested keeps the ids it gave, as a file named alone does (a breaker)
     rep = index.ingest([root / "sub"], show_progress=False)  # would be "x", already "sub/x"
-    assert rep.indexed == 0 and "already indexed as 'sub/x'" in rep.failed[0][1]
-    assert doc_ids(index) == ["sub/x"]
+    assert rep.failed == [] and rep.unchanged == 1 and doc_ids(index) == ["sub/x"]
+    (root / "sub" / "x.md").write_text("# X\n\nxylophone, revised\n", encoding="utf-8")
+    assert index.ingest([root / "sub"], show_progress=False).indexed == 1 and doc_ids(index) == ["sub/x"]
+    # the other way round would give one file a second id: refused, naming the id it has
+    other = make_index(store=tmp_path / "other-store")
+    other.ingest([root / "sub"], show_progress=False)
+    rep = other.ingest([root], show_progress=False)  # would be "sub/x", already "x"
+    assert rep.indexed == 0 and "already indexed as 'x'" in rep.failed[0][1]
+    assert doc_ids(other) == ["x"]
 
 
 # -- empty files, failures reported once ---------------------------------------------------
@@ -238,6 +246,9 @@ def test_empty_files_are_notes_and_failures_are_logged_below_warning(tmp_path, m
         rep = index.ingest([docs], show_progress=False)
     assert rep.indexed == 1 and [Path(p).name for p, _ in rep.failed] == ["binary.md"]
     assert sorted(Path(p).name for p, _ in rep.notes) == ["empty.md", "spaces.md"]
+    # the summary adds up: 4 documents = 1 indexed + 2 skipped + 1 failed
+    assert rep.documents == 4 and rep.skipped == 2 and rep.to_dict()["skipped"] == 2
+    assert "; 2 skipped (no text); 1 failed" in rep.summary()
     assert "binary.md" not in caplog.text  # the caller (the CLI) reports it: once
     # a document whose file became empty keeps its indexed version, with a note saying so
     (docs / "good.md").write_text("", encoding="utf-8")

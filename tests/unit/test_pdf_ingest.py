@@ -209,6 +209,19 @@ def test_bad_pdfs_fail_alone_and_leave_nothing_stored(make_index, corpus, capsys
     assert len(list((index.root / "converted").glob("*/*.md"))) == 1  # the good PDF's only
 
 
+def test_an_empty_pdf_is_skipped_with_a_note_like_any_empty_file(make_index, corpus):
+    # issue 32 (a breaker): a 0-byte .md, .html, .docx or .pptx is a note; a 0-byte .pdf failed the run
+    (corpus / "blank.pdf").write_bytes(b"")
+    (corpus / "void.md").write_bytes(b"")
+    index, conv = pdf_index(make_index, {"report.pdf": REPORT_MD})
+    report = index.ingest([corpus], show_progress=False)
+    assert report.failed == [] and report.indexed == 2
+    notes = dict(report.notes)
+    assert set(notes) == {str(corpus / "blank.pdf"), str(corpus / "void.md")}
+    assert "empty file (0 bytes); skipped" in notes[str(corpus / "blank.pdf")]
+    assert conv.calls == [["report.pdf"]]  # never handed to the converter
+
+
 def test_java_missing_fails_each_pdf_and_indexes_the_markdown(make_index, corpus, monkeypatch, tmp_path):
     from proxypointer.read.pdf import OpenDataLoaderConverter
 

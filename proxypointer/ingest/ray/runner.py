@@ -282,6 +282,7 @@ class _Sync:
                 self.report.notes.extend((path, w) for w in state.doc.warnings)
             elif kind == stages.EMPTY:
                 note = empty_note(self.registry, state.pending.file, EmptyDocumentError(r["message"]))
+                self.report.skipped += 1
                 self.report.notes.append((path, note))
                 logger.info("%s", note)
                 self._settle(doc_id)
