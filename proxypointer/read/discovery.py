@@ -169,7 +169,8 @@ def discover(
             the id is free); in a collision the owner keeps the id.
         id_of: ``real path -> doc_id`` the registry holds for a file (None if none); a file
             given directly keeps that id, and so does a file in a folder whose stored id is
-            its id in another normal form (a store built before ids were NFC).
+            its id in another normal form (a store built before ids were NFC) or its id under
+            a folder above (``sub/x`` from ``notes/``, found again in ``notes/sub``).
 
     Returns:
         The files (unique doc ids and files) and the paths that failed, each with a message
@@ -199,8 +200,12 @@ def discover(
                     continue
                 doc_id = normalize_doc_id(stem.replace(os.sep, "/"))
                 held = id_of(real_f) if id_of else None
-                if held is not None and held != doc_id and normalize_doc_id(held) == doc_id:
-                    doc_id = held  # indexed under its decomposed name before ids were NFC: kept
+                if held is not None and held != doc_id and (
+                    normalize_doc_id(held) == doc_id or normalize_doc_id(held).endswith("/" + doc_id)
+                ):
+                    # indexed under its decomposed name before ids were NFC, or from a folder above
+                    # this one (``notes/`` gave ``sub/x``; ``notes/sub`` would give ``x``): kept
+                    doc_id = held
                 found.append(SourceFile(doc_id, f, real_f, given, suffix.lower()))
         elif os.path.isfile(given):
             suffix = os.path.splitext(given)[1].lower()
