@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..chunk.ids import parse_chunk_id
 from ..config import ServeConfig
 from ..docids import normalize_doc_id
 from ..lines import slice_lines
@@ -293,9 +294,11 @@ class ReadAPI:
         if node_id:
             node = next((n for n in snap.nodes if n["node_id"] == node_id), None)
             if node is None:
+                node = self._window(rec, node_id)
+            if node is None:
                 raise NotFound(
-                    f"node_id {node_id!r}: not a node of {doc_id!r}; get_structure lists the nodes "
-                    "(for a window of a document without headings, pass start_line and end_line)"
+                    f"node_id {node_id!r}: not a node or window of {doc_id!r}; get_structure lists the nodes "
+                    "(search gives the windows of a document without headings)"
                 )
             lo, hi = int(node["start_line"]), int(node["end_line"])
             where = f"node {node_id!r} (lines {lo}-{hi})"
@@ -317,7 +320,9 @@ class ReadAPI:
                 f"ask for more (at most {self._limits.max_tokens})"
             )
         end = first + n_fit - 1
-        crumbs = breadcrumb(rec.title, snap.nodes, node_id) if node is not None else [rec.title]
+        crumbs = breadcrumb(rec.title, snap.nodes, node_id) if node is not None and node["kind"] != "window" else [
+            rec.title
+        ]
         return {
             "doc_id": rec.doc_id,
             "node_id": node_id,
@@ -375,6 +380,27 @@ class ReadAPI:
             if unknown:
                 raise NotFound(f"doc_ids: not in the index: {unknown[:5]}; list_documents gives the ids")
         return ids
+
+    def _window(self, rec: DocumentRecord, node_id: str) -> dict[str, Any] | None:
+        """Return a fallback window of a document without headings (``w0001``, as search gives it) as a node row.
+
+        Its lines are those of its chunks (1-based inclusive); None when the live version has no
+        such window.
+        """
+        with self._pool.borrow() as reader:
+            registry = reader.index.registry
+            ids = sorted(
+                cid for cid in registry.chunk_ids(rec.doc_id)
+                if (p := parse_chunk_id(cid)) is not None and p.node_id == node_id and p.version == rec.version
+            )
+            records = registry.chunk_records(ids) if ids else {}
+        metas = [meta for _, meta in records.values() if meta.get("kind") == "window"]
+        if not metas:
+            return None
+        lo = min(int(m["start_line"]) for m in metas)
+        hi = max(int(m["end_line"]) for m in metas)
+        return {"node_id": node_id, "title": str(metas[0].get("title") or rec.title), "kind": "window", "level": 0,
+                "start_line": lo, "end_line": hi}
 
     def _snapshot(self, doc_id: str) -> Snapshot:
         """Read the live version of one document with a borrowed reader."""

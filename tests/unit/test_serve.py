@@ -222,6 +222,19 @@ def test_search_filters_by_doc_ids_and_prefix(service):
     assert got and {s["doc_id"] for s in got} == {"telemetry-gateway-spec"}
 
 
+def test_a_window_that_search_returns_can_be_read_by_its_node_id(service):
+    # a breaker: search gave site-visit-notes' windows (w0001) that get_section called "not a node"
+    got = service.search("safety findings", k=3, doc_ids=["site-visit-notes"], max_tokens=20000)["sections"]
+    windows = [s for s in got if s["node_id"].startswith("w")]
+    assert windows
+    for hit in windows:
+        sec = service.get_section("site-visit-notes", hit["node_id"], max_tokens=20000)
+        assert sec["kind"] == "window" and (sec["start_line"], sec["end_line"]) == (hit["start_line"], hit["end_line"])
+        assert (sec["text"], sec["citation"]) == (hit["text"], hit["citation"])
+    with pytest.raises(NotFound, match="not a node or window"):
+        service.get_section("site-visit-notes", "w9999")
+
+
 @pytest.mark.parametrize("empty", [[], ()])
 def test_search_with_an_empty_doc_id_list_selects_nothing(service, empty):
     # an allow-list with no document is access control, not "no filter" (shared case 32)
