@@ -161,7 +161,7 @@ class Candidates:
         the query (its chunk in ``labelled``), or whose own title answers the query
         (:func:`~proxypointer.store.terms.title_answers`), stays where it is. With
         ``demote_exhibits``, sections of a filing's non-disclosure exhibits go with them
-        (:meth:`_in_exhibit`); without ``demote_empty``, only those.
+        (:meth:`in_exhibit`); without ``demote_empty``, only those.
 
         Returns:
             ``(candidates, known with text)``: those with text first.
@@ -179,13 +179,13 @@ class Candidates:
                     text.append(c)
                     continue
                 c = replace(c, section=h, chunk=h if c.chunk.chunk_id == h.chunk_id else c.chunk)
-                if (self.config.demote_empty and demoted(h, labelled, query)) or self._in_exhibit(h, labelled, query):
+                if (self.config.demote_empty and demoted(h, labelled, query)) or self.in_exhibit(h, labelled, query):
                     empty.append(c)
                 else:
                     text.append(c)
         return text + empty + found[i:], len(text)
 
-    def _in_exhibit(self, hit: Hit, labelled: set[str], query: str) -> bool:
+    def in_exhibit(self, hit: Hit, labelled: set[str], query: str) -> bool:
         """Whether a section lies in a filing's exhibit the query does not ask for (``demote_exhibits``)."""
         if not self.config.demote_exhibits or hit.chunk_id in labelled:
             return False

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..store.chroma import Hit
+from .ranking import demoted, score_sections
 
 if TYPE_CHECKING:
     from .ranking import Ranking
@@ -72,6 +73,14 @@ class SectionExplanation:
         labelled: The query names its label (or that of a section enclosing it): put first.
         implied: The query implies it without naming it (``retrieval.implied_rank``): placed.
         reached_via: :attr:`~proxypointer.retrieve.sections.Section.reached_via`.
+        chunk_ranks: 1-based positions in the fused ranking of the section's own chunks that
+            its score counts (``retrieval.section_scoring``: the best for ``max``, the
+            ``section_top_n`` best for ``sum``, all for ``rrf``); empty when none was fetched.
+        section_score: The score sections are ordered by before placing and demoting (the
+            fused scores of ``chunk_ranks`` summed for ``sum``, the best for ``max``; RRF of
+            their ranks for ``rrf``); 0.0 when none was fetched.
+        demoted: Why it went after the sections with text: ``breadcrumb-only``
+            (``retrieval.demote_empty``), ``exhibit`` (``retrieval.demote_exhibits``), or ``""``.
     """
 
     doc_id: str
@@ -82,12 +91,16 @@ class SectionExplanation:
     labelled: bool
     implied: bool
     reached_via: str
+    chunk_ranks: tuple[int, ...] = ()
+    section_score: float = 0.0
+    demoted: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (signals as a list of dicts)."""
         return {"doc_id": self.doc_id, "node_id": self.node_id, "rank": self.rank, "fused_rank": self.fused_rank,
                 "signals": [s.to_dict() for s in self.signals], "labelled": self.labelled, "implied": self.implied,
-                "reached_via": self.reached_via}
+                "reached_via": self.reached_via, "chunk_ranks": list(self.chunk_ranks),
+                "section_score": self.section_score, "demoted": self.demoted}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +193,12 @@ class Explainer:
         n = max(cfg.overfetch, 3 * k)
         route = r.ranker.route(query, scope.where)
         ranking = r.ranker.rank(route, n) if not scope.empty else None
-        out = tuple(self._section(s, i, ranking, cfg.rrf_k) for i, s in enumerate(sections, 1))
+        scored: dict[tuple[str, str], tuple[float, list[Hit]]] = {}
+        if ranking is not None:
+            for score, group in score_sections(ranking.hits, cfg.section_scoring, cfg.section_top_n, cfg.rrf_k):
+                scored[(group[0].metadata["doc_id"], group[0].metadata["node_id"])] = (score, group)
+        out = tuple(self._section(s, i, ranking, cfg.rrf_k, scored.get((s.doc_id, s.node_id)), route.query)
+                    for i, s in enumerate(sections, 1))
         parts = ranking.parts if ranking is not None else ()
         return QueryExplanation(
             query=query,
@@ -193,8 +211,11 @@ class Explainer:
             sections=out,
         )
 
-    def _section(self, s: Section, rank: int, ranking: Ranking | None, rrf_k: int) -> SectionExplanation:
-        """Find one section's chunks in each ranking (first chunk of its subtree in each)."""
+    def _section(
+        self, s: Section, rank: int, ranking: Ranking | None, rrf_k: int,
+        scored: tuple[float, list[Hit]] | None, query: str,
+    ) -> SectionExplanation:
+        """Find one section's chunks in each ranking (first chunk of its subtree in each), its score and demotion."""
         if ranking is None:
             return SectionExplanation(s.doc_id, s.node_id, rank, 0, (), False, False, s.reached_via)
         live = self.retriever.ranker.trees.get(s.doc_id)
@@ -213,6 +234,7 @@ class Explainer:
                                   part.weight / (rrf_k + at) if at else 0.0))
         fused, _ = first(ranking.hits)
         mine = {cid for n in nodes for cid in (live.chunks.get(n, ()) if live is not None else ())}
+        score, counted = self._counted(ranking, scored)
         return SectionExplanation(
             doc_id=s.doc_id,
             node_id=s.node_id,
@@ -222,4 +244,36 @@ class Explainer:
             labelled=bool(mine & set(ranking.labelled)) or s.reached_via == "query",
             implied=bool(mine & set(ranking.placed)),
             reached_via=s.reached_via,
+            chunk_ranks=counted,
+            section_score=score,
+            demoted=self._demoted(scored, ranking, query),
         )
+
+    def _counted(self, ranking: Ranking, scored: tuple[float, list[Hit]] | None) -> tuple[float, tuple[int, ...]]:
+        """Return the section score and the fused ranks of the chunks it counts (:func:`score_sections`)."""
+        if scored is None:
+            return 0.0, ()
+        cfg = self.retriever.config
+        position = {h.chunk_id: i for i, h in enumerate(ranking.hits, 1)}
+        ranks = [position[h.chunk_id] for h in scored[1]]
+        if cfg.section_scoring == "max":
+            ranks = ranks[:1]
+        elif cfg.section_scoring == "sum":
+            ranks = ranks[: cfg.section_top_n]
+        return float(scored[0]), tuple(ranks)
+
+    def _demoted(self, scored: tuple[float, list[Hit]] | None, ranking: Ranking, query: str) -> str:
+        """Say why the section's best chunk went after the sections with text, or ``""``."""
+        cfg = self.retriever.config
+        if scored is None or not (cfg.demote_empty or cfg.demote_exhibits):
+            return ""
+        hydrated = self.retriever.ranker.hydrate([scored[1][0]])
+        if not hydrated:
+            return ""
+        hit = hydrated[0]
+        labelled = {*ranking.labelled, *ranking.placed}
+        if cfg.demote_empty and demoted(hit, labelled, query):
+            return "breadcrumb-only"
+        if self.retriever.candidates.in_exhibit(hit, labelled, query):
+            return "exhibit"
+        return ""

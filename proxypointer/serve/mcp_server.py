@@ -135,7 +135,10 @@ def _search_tools(service: Service) -> tuple[Callable[..., Any], ...]:
         `fused_rank` and `signals`: per ranking that reciprocal rank fusion saw (`dense`,
         `lexical`, `routed`, `titles`, `focus`), its `weight`, the section's first chunk's
         1-based `rank` there (0: absent), `score` and `contribution` weight / (rrf_k + rank);
-        `labelled` / `implied` say whether the query named or implied the section. `searched`
+        `chunk_ranks` and `section_score` are the fused ranks of the section's chunks that its
+        score counts and that score; `labelled` / `implied` say whether the query named or
+        implied the section, `demoted` why it went after the others (`breadcrumb-only`,
+        `exhibit`, or ""). `searched`
         is the text searched, `named` / `boost` the documents title routing searched alone or
         boosted.
         """

@@ -126,9 +126,10 @@ class ReadAPI:
             (name, weight, chunks) and per section (``doc_id``, ``node_id``, ``rank``, in the
             order :meth:`search` gives) its ``fused_rank``, its ``signals`` (per ranking:
             ``rank`` 1-based, 0 when absent; ``score``; ``contribution`` to the RRF score),
-            ``labelled``, ``implied`` and ``reached_via``; ``reranker``: the ``rerank.backend``
-            that ordered the sections after fusion (their ``rank`` is its order, ``fused_rank``
-            fusion's), or None. Costs about a second search, a reranker's call included.
+            ``labelled``, ``implied``, ``reached_via``, ``chunk_ranks``, ``section_score`` and
+            ``demoted``; ``reranker``: the ``rerank.backend`` that ordered the sections after
+            fusion (their ``rank`` is its order, ``fused_rank`` fusion's), or None. Costs about a
+            second search, a reranker's call included.
 
         Raises:
             BadRequest: On an empty or too long query, k out of range.

@@ -56,6 +56,37 @@ def test_explaining_changes_nothing_and_covers_every_section(retriever, query):
         assert dense.score == pytest.approx(sections[0].score, abs=1e-6)
 
 
+@pytest.mark.parametrize("query", QUERIES)
+def test_the_section_scores_explain_the_order(retriever, query):
+    # a breaker: with section_scoring sum a section of two chunks at fused ranks 3 and 4 came
+    # first, and explain showed only "fused_rank 3"; the counted chunks and the score say why
+    sections = retriever.retrieve(query, 4)
+    why = Explainer(retriever).explain(query, sections, 4)
+    cfg = retriever.config
+    plain = [x for x in why.sections if not (x.labelled or x.implied or x.demoted or x.reached_via)]
+    assert plain and [x.section_score for x in plain] == sorted((x.section_score for x in plain), reverse=True)
+    for x in why.sections:
+        assert 1 <= len(x.chunk_ranks) <= cfg.section_top_n and list(x.chunk_ranks) == sorted(x.chunk_ranks)
+        assert x.to_dict()["chunk_ranks"] == list(x.chunk_ranks) and x.demoted == ""
+
+
+def test_explain_names_an_exhibit_that_was_demoted(make_index, tmp_path):
+    from test_exhibits import FILING
+
+    doc = tmp_path / "docs" / "acme-10k.md"
+    doc.parent.mkdir()
+    doc.write_text(FILING, encoding="utf-8")
+    index = make_index()
+    assert index.ingest([doc.parent], show_progress=False).indexed == 1
+    r = Retriever(index)
+    query = "What geographies does Acme operate in: North America, Europe, Asia Pacific?"
+    sections = r.retrieve(query, 6)
+    why = {x.node_id: x.demoted for x in Explainer(r).explain(query, sections, 6).sections}
+    by_title = {s.title: why[s.node_id] for s in sections}
+    assert by_title["Exhibit 31.1 Certification"] == "exhibit"
+    assert by_title["Item 1. Business"] == "" and by_title["Exhibit 99.1 Press release"] == ""
+
+
 def test_a_merged_section_is_found_through_the_chunks_of_its_subtree(make_index):
     config = dataclasses.replace(ProxyPointerConfig(), retrieval=RetrievalConfig(nested="merge"))
     index = make_index(config)
@@ -72,6 +103,6 @@ def test_the_json_form_names_the_rankings_and_an_empty_scope_explains_nothing(re
     assert d["n"] == max(retriever.config.overfetch, 6)
     assert [r["name"] for r in d["rankings"]][:2] == ["dense", "lexical"]
     assert set(d["sections"][0]) == {"doc_id", "node_id", "rank", "fused_rank", "signals", "labelled", "implied",
-                                     "reached_via"}
+                                     "reached_via", "chunk_ranks", "section_score", "demoted"}
     none = Explainer(retriever).explain("gateway retry backoff", [], 2, doc_ids=[])
     assert (none.rankings, none.sections) == ((), ())

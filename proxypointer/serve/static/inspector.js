@@ -169,6 +169,11 @@
       const notes = [];
       notes.push(x.fused_rank ? `fused chunk rank ${x.fused_rank} (RRF k=${explained.rrf_k}, ${explained.n} chunks per ranking)`
         : "not in the first fused ranking (added by references or a deeper over-fetch)");
+      if (x.chunk_ranks && x.chunk_ranks.length > 1) {
+        notes.push(`section score ${fmt(x.section_score, 4)}: its chunks at fused ranks ${x.chunk_ranks.join(" and ")}`);
+      }
+      if (x.demoted === "exhibit") notes.push("an appended exhibit the query does not ask for: after the other sections");
+      if (x.demoted === "breadcrumb-only") notes.push("a heading without text: after the sections with text");
       if (explained.reranker) notes.push(`reranked by the ${explained.reranker} reranker (rerank:) to rank ${x.rank}; `
         + "the table shows what fusion saw before it");
       if (x.labelled) notes.push("the query names its label: put first");
