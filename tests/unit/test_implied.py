@@ -73,6 +73,10 @@ Item 3. Legal Proceedings 20
 
 Our risks.
 
+#### We are subject to risks related to litigation, including intellectual property claims and product liability
+
+Lawsuits could be costly.
+
 ### Item 3. Legal Proceedings
 
 See Note 16.
@@ -98,6 +102,8 @@ def test_topic_nodes_are_the_prescribed_item_then_the_note_never_the_contents_no
     idx = label_index(tree, split_lines(FILING))
     ((_, title),) = topics_in_query("Any ongoing legal battles?")
     got = [tree.node(n).title for n in topic_nodes(title, idx)]
+    # the risk factor names litigation in a sentence: it is no section the form prescribes, and
+    # it took the second place before (issue 30: in 17 of the 29 dev filings)
     assert got == ["Item 3. Legal Proceedings", "Note 16 - Commitments and Contingencies"]
     ((_, risks),) = topics_in_query("What are its risk factors?")
     assert [tree.node(n).title for n in topic_nodes(risks, idx)] == ["Item 1A. Risk Factors"]
