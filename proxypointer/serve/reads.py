@@ -404,9 +404,14 @@ class ReadAPI:
                 "start_line": lo, "end_line": hi}
 
     def _snapshot(self, doc_id: str) -> Snapshot:
-        """Read the live version of one document with a borrowed reader."""
+        """Read the live version of one document with a borrowed reader.
+
+        The id may be written as the CLI takes it: in either Unicode normal form, or in its
+        citation form (``employee-handbook.md``, :meth:`.Retriever.resolve_doc_ids`).
+        """
         with self._pool.borrow() as reader:
-            return self._snapshots.read(reader.index.registry, doc_id)
+            (resolved,), _unknown = reader.retriever.resolve_doc_ids([doc_id])  # unknown: NotFound below
+            return self._snapshots.read(reader.index.registry, resolved)
 
     def _budget(self, max_tokens: int | None) -> int:
         if max_tokens is None:

@@ -222,6 +222,15 @@ def test_search_filters_by_doc_ids_and_prefix(service):
     assert got and {s["doc_id"] for s in got} == {"telemetry-gateway-spec"}
 
 
+def test_a_document_is_found_by_its_citation_form_as_on_the_command_line(service):
+    # a breaker: `--doc employee-handbook.md` worked on the CLI, /documents/employee-handbook.md/tree was 404
+    by_id = service.get_structure("employee-handbook")
+    assert service.get_structure("employee-handbook.md") == by_id
+    assert service.get_section("employee-handbook.md", start_line=1, end_line=2)["doc_id"] == "employee-handbook"
+    with pytest.raises(NotFound, match="no such document"):
+        service.get_structure("employee-handbook.pdf")  # not the file it was indexed from
+
+
 def test_a_window_that_search_returns_can_be_read_by_its_node_id(service):
     # a breaker: search gave site-visit-notes' windows (w0001) that get_section called "not a node"
     got = service.search("safety findings", k=3, doc_ids=["site-visit-notes"], max_tokens=20000)["sections"]
