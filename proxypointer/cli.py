@@ -403,9 +403,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _shown_breadcrumb(breadcrumb: Sequence[str]) -> str:
     """Return a breadcrumb as printed: each title cut like the outline's (a 2 MB heading is one line)."""
+    from .docids import terminal_text
     from .tree.check import shown_title
 
-    return " > ".join(shown_title(t) for t in breadcrumb)
+    return terminal_text(" > ".join(shown_title(t) for t in breadcrumb))
 
 
 def _retriever(args: argparse.Namespace):
@@ -435,6 +436,7 @@ def _retriever(args: argparse.Namespace):
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    from .docids import terminal_text
     from .retrieve.delivery import format_outline
 
     retriever = _retriever(args)
@@ -469,17 +471,18 @@ def _cmd_query(args: argparse.Namespace) -> int:
         print()
         # an inline image's base64 payload (hundreds of KB on one line) as its placeholder, as
         # `ask` shows it a model; --json keeps the exact stored lines
-        print(replace_data_uris(s.text) if "base64," in s.text else s.text)
+        print(terminal_text(replace_data_uris(s.text) if "base64," in s.text else s.text))
         if s.outline:
             print()
             print("    subsections not shown:")
-            print(format_outline(s.outline, indent="    "))
+            print(terminal_text(format_outline(s.outline, indent="    ")))
         print()
     return 0
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .answer import Answerer, format_context
+    from .docids import terminal_text
     from .retrieve.conversation import Session, Turn
 
     retriever = _retriever(args)
@@ -513,9 +516,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                 )
             )
         else:
-            print(
+            print(terminal_text(
                 format_context(ctx.blocks) if ctx.blocks else "no sections found (run `proxypointer ingest PATH`)"
-            )
+            ))
         print(
             "note: no LLM configured, so this is the retrieved context only; add an llm: block "
             "(base_url, model, api_key_env) to the config, e.g. configs/llm-example.yaml",
@@ -525,7 +528,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
     else:
-        print(ans.text)
+        print(terminal_text(ans.text))
         if ans.citations:
             print("\nSources:")
         for n, s in zip(ans.cited, ans.citations, strict=True):
@@ -638,6 +641,7 @@ def _print_tree(f: str, tree, pages, page_span, fmt: str) -> None:  # noqa: ANN0
         doc["doc_name"] = Path(f).name
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
+        from .docids import terminal_text
         from .tree.check import tree_outline
 
         # a deck's pages are its slides (read.slides): say so, as its citations do
@@ -649,11 +653,12 @@ def _print_tree(f: str, tree, pages, page_span, fmt: str) -> None:  # noqa: ANN0
             print("no headings: the document is indexed in sliding windows of lines")
         elif pages is None:
             print(f"{f} ({tree.line_count} lines)")
-            print(tree_outline(tree))
+            print(terminal_text(tree_outline(tree)))
         else:
             print(f"{f} ({tree.line_count} lines, {pages.page_count} {pages_word})")
             for row, node in zip(tree_outline(tree).split("\n"), tree.nodes, strict=True):
                 a, b = page_span(node)
+                row = terminal_text(row)
                 print(f"{row}  " + (f"{page} {a}" if a == b else f"{span} {a}-{b}") if a else row)
 
 

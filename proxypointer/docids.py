@@ -26,7 +26,7 @@ import unicodedata
 
 from .errors import ConfigError
 
-__all__ = ["check_text", "escaped", "is_utf8", "name_problem", "normalize_doc_id"]
+__all__ = ["check_text", "escaped", "is_utf8", "name_problem", "normalize_doc_id", "terminal_text"]
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # C0 and C1 controls and DEL: what a terminal treats as layout or escapes.
@@ -68,6 +68,26 @@ def escaped(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    r"""Return document text safe to print to a terminal: lines and tabs kept, other controls escaped.
+
+    A document may hold escape sequences (``\x1b[31m``), a bell or a carriage return that would
+    recolour, ring or overwrite the terminal that prints it; each such character is shown as
+    its Python escape (``\x1b``, ``\x07``, ``\r``). ``\n`` and ``\t`` stay as they are, so
+    sections print with their lines. JSON output keeps the exact text.
+
+    Example:
+        >>> terminal_text("Title\x1b[31m red\n\tnext")
+        'Title\\x1b[31m red\n\tnext'
+    """
+    if not _TERMINAL_CONTROL.search(text):
+        return text
+    return _TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def is_utf8(text: str) -> bool:

@@ -258,3 +258,25 @@ def test_ingest_of_only_missing_paths_creates_no_store(cli, capsys, tmp_path):
     assert f"error: {tmp_path / 'nosuch'}: no such file or folder; check the path" in err
     assert f"error: {tmp_path / 'gone.md'}: no such file or folder" in err
     assert not store.exists()
+
+
+def test_control_characters_of_a_document_reach_the_terminal_escaped(cli, capsys, tmp_path, fake_embedder):
+    # a breaker: an ESC colour sequence and a bell in a heading and its text were printed raw by
+    # `query` and `tree` (a document could recolour or ring the terminal that reads it)
+    from proxypointer.index import Index
+
+    doc = tmp_path / "ctrl.md"
+    doc.write_text("# Alarm \x1b[31mcodes\x07\n\nCode 7 means \x1b[2Jthe pump\x08stopped.\n", encoding="utf-8")
+    root = tmp_path / "store"
+    with Index(root, ProxyPointerConfig(), fake_embedder) as index:
+        assert not index.ingest([doc], show_progress=False).failed
+    assert cli(["query", "alarm code pump", "-k", "1", "--store", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\x08" not in out
+    assert "Alarm \\x1b[31mcodes\\x07" in out and "\\x1b[2Jthe pump\\x08stopped." in out
+    assert cli(["tree", str(doc)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "Alarm \\x1b[31mcodes\\x07" in out
+    assert cli(["query", "alarm code pump", "-k", "1", "--json", "--store", str(root)]) == 0
+    got = json.loads(capsys.readouterr().out)["sections"][0]
+    assert "\x1b[2Jthe pump\x08stopped." in got["text"]  # the exact stored lines
