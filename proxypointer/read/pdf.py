@@ -1044,7 +1044,7 @@ def convert_pdfs(
     by_pages = all(j.pages > 0 for j in jobs)
     total = sum(j.pages for j in jobs) if by_pages else len(jobs)
     bar = progress_bar(total=total, unit="page" if by_pages else "file", desc="converting PDFs",
-                       disable=not show_progress)
+                       disable=not show_progress or not jobs)  # nothing to convert (only bad or empty files): no bar
     lock = threading.Lock()
 
     def run(group: list[_Job]) -> list[str | DocumentError]:

@@ -222,6 +222,18 @@ def test_an_empty_pdf_is_skipped_with_a_note_like_any_empty_file(make_index, cor
     assert conv.calls == [["report.pdf"]]  # never handed to the converter
 
 
+def test_no_conversion_bar_when_no_pdf_is_left_to_convert(make_index, tmp_path, capsys):
+    # a helper: a folder whose only PDF was empty printed two "converting PDFs: 0page" bars
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "blank.pdf").write_bytes(b"")
+    (docs / "notes.md").write_text("# Notes\n\nkettle descaling\n", encoding="utf-8")
+    index, conv = pdf_index(make_index, {})
+    report = index.ingest([docs], show_progress=True)
+    assert report.indexed == 1 and report.skipped == 1 and conv.calls == []
+    assert "converting PDFs" not in capsys.readouterr().err
+
+
 def test_java_missing_fails_each_pdf_and_indexes_the_markdown(make_index, corpus, monkeypatch, tmp_path):
     from proxypointer.read.pdf import OpenDataLoaderConverter
 
