@@ -477,8 +477,8 @@ class RetrievalConfig:
         demote_exhibits: Rank sections of a filing's appended exhibits that are not disclosures
             (agreements, plans, consents, certifications, lists of subsidiaries;
             :mod:`proxypointer.retrieve.exhibits`) with the breadcrumb-only ones, after every
-            other section, unless the query says "exhibit", a label in it names them, or the
-            exhibit's or the section's title answers it. On by default: FinanceBench dev PDFs
+            other section, unless the query says "exhibit", a label in it names them, or it
+            shares a subject word with the exhibit's or the section's title. On by default: FinanceBench dev PDFs
             MRR@10 0.800 -> 0.812, check the same, no question lost (docs/evaluation.md).
         implied_rank: Sections a query implies without naming them (``implied``): the
             financial statements a measure it names reads ("quick ratio": the balance sheet;

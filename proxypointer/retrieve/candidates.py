@@ -192,7 +192,10 @@ class Candidates:
         m = hit.metadata
         live = self.trees.get(m.get("doc_id", ""), m.get("version", ""))
         head = live.exhibit_head(m.get("node_id", "")) if live is not None else None
-        return head is not None and not asks_for_exhibit(query, head.title, str(m.get("title", "")))
+        if head is None:
+            return False
+        name = f"{live.doc_id} {live.tree.title}" if live is not None else ""
+        return not asks_for_exhibit(query, head.title, str(m.get("title", "")), name)
 
     # -- nested sections ----------------------------------------------------------------------
     def merge_nested(self, found: list[Candidate]) -> list[Candidate]:

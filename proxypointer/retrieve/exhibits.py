@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ..store.terms import title_answers
+from ..store.terms import QUESTION_WORDS, name_words, words
 from ..tree.build import DocumentTree
-from ..tree.titles import exhibit_label, filing_label
+from ..tree.titles import exhibit_label, filing_label, plain_title
 
 __all__ = ["DISCLOSURE_EXHIBITS", "asks_for_exhibit", "exhibit_heads", "is_disclosure_exhibit"]
 
@@ -81,11 +81,45 @@ def exhibit_heads(tree: DocumentTree) -> dict[str, str]:
     return heads
 
 
-def asks_for_exhibit(query: str, exhibit_title: str, title: str) -> bool:
+#: Words of an exhibit's title that say nothing of its subject: the label, the company's legal
+#: form and the filing's dates ("EXHIBIT 21 PEPSICO, INC. SUBSIDIARIES (as of December 31, 2022)",
+#: "Subsidiaries of the Registrant"). The document's own name words are left out too.
+_NOT_SUBJECT = frozenset(
+    "exhibit exhibits inc incorporated corp corporation company companies co ltd llc plc lp group holdings "
+    "registrant annual quarterly report form fiscal year quarter ended dated january february march april "
+    "may june july august september october november december".split()
+)
+
+
+def _subject_words(text: str, names: frozenset[str]) -> set[str]:
+    """Folded words of ``text`` that can name a subject: no question word, number, date or name word."""
+    out = set()
+    for w in words(plain_title(text)):
+        if w in QUESTION_WORDS or w in _NOT_SUBJECT or len(w) < 3 or any(c.isdigit() for c in w):
+            continue
+        w = w[:-3] + "y" if len(w) > 4 and w.endswith("ies") else w  # subsidiaries -> subsidiary
+        if w not in names:
+            out.add(w[:-1] if len(w) >= 4 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def asks_for_exhibit(query: str, exhibit_title: str, title: str, doc_name: str = "") -> bool:
     """Whether a query asks for what an exhibit's section holds.
 
-    True when the query says "exhibit", or the exhibit's title or the section's own title
-    answers it (:func:`~proxypointer.store.terms.title_answers`: "What subsidiaries does PepsiCo
-    have?" for "EXHIBIT 21 PEPSICO, INC. SUBSIDIARIES").
+    True when the query says "exhibit", or shares a subject word with the exhibit's title or
+    the section's own title: a word that is not the label, the company's legal form, a date, a
+    question word nor a word of the document's name ("Which subsidiaries does the company
+    have?" for "Exhibit 21 Subsidiaries of the Registrant"; not "What are the geographies
+    PepsiCo operates in?" for "EXHIBIT 21 PEPSICO, INC. SUBSIDIARIES" in PEPSICO_2022_10K).
+
+    Args:
+        query: The query searched.
+        exhibit_title: The title of the exhibit's heading.
+        title: The section's own title.
+        doc_name: The document's id and title (their words name the company, not a subject).
     """
-    return bool(_EXHIBIT_WORD.search(query)) or title_answers(query, exhibit_title) or title_answers(query, title)
+    if _EXHIBIT_WORD.search(query):
+        return True
+    names = frozenset(name_words(doc_name)) if doc_name else frozenset()
+    asked = _subject_words(query, names)
+    return bool(asked & (_subject_words(exhibit_title, names) | _subject_words(title, names)))

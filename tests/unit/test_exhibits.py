@@ -79,11 +79,21 @@ def test_disclosure_exhibits_follow_regulation_s_k_item_601(label, disclosure):
     assert is_disclosure_exhibit(label) is disclosure
 
 
-def test_a_query_asks_for_an_exhibit_by_the_word_or_by_its_title():
+def test_a_query_asks_for_an_exhibit_by_the_word_or_by_a_subject_word_of_its_title():
     title = "Exhibit 21 Subsidiaries of Acme Corporation"
     assert asks_for_exhibit("What does exhibit 21 list?", title, "Name of subsidiary")
     assert asks_for_exhibit("Which subsidiaries does Acme have?", title, "Name of subsidiary")
-    assert not asks_for_exhibit("What geographies does Acme operate in?", title, "Name of subsidiary")
+    assert not asks_for_exhibit("What geographies does Acme operate in?", title, "Name of subsidiary", "acme-10k")
+    # a helper's repro: the usual 10-K wording shares one word with the question, not two
+    assert asks_for_exhibit("Which subsidiaries does the company have?", "Exhibit 21 Subsidiaries of the Registrant",
+                            "")
+    assert asks_for_exhibit("Which subsidiary is in Germany?", "Exhibit 21 Subsidiaries of the Registrant", "")
+    # the company's name, its legal form and the filing's dates name no subject
+    pep = "EXHIBIT 21 PEPSICO, INC. SUBSIDIARIES (as of December 31, 2022)"
+    assert not asks_for_exhibit("What are the geographies that PepsiCo operates in as of December 31, 2022?", pep,
+                                "Entity Name Jurisdiction", "PEPSICO_2022_10K")
+    assert not asks_for_exhibit("Has PepsiCo any ongoing legal battles?", "EXHIBIT 31", "CERTIFICATION",
+                                "PEPSICO_2022_10K")
 
 
 def _retrievers(make_index, tmp_path) -> tuple[Retriever, Retriever]:
@@ -118,7 +128,8 @@ def test_a_question_about_the_business_gets_the_body_before_the_exhibits(make_in
 
 def test_a_question_that_names_the_exhibit_still_gets_it_first(make_index, tmp_path):
     off, on = _retrievers(make_index, tmp_path)
-    for query in ("Exhibit 21 subsidiaries Acme Europe", "Which subsidiaries of Acme Corporation are in Europe?"):
+    for query in ("Exhibit 21 subsidiaries Acme Europe", "Which subsidiaries of Acme Corporation are in Europe?",
+                  "Which subsidiaries does the company have?"):
         got = _titles_of(on, query)
         assert got[0] == _titles_of(off, query)[0] == "Name of subsidiary and jurisdiction", query
     # the certification answers neither, so it still goes last
