@@ -192,10 +192,9 @@ class Candidates:
         m = hit.metadata
         live = self.trees.get(m.get("doc_id", ""), m.get("version", ""))
         head = live.exhibit_head(m.get("node_id", "")) if live is not None else None
-        if head is None:
+        if live is None or head is None:
             return False
-        name = f"{live.doc_id} {live.tree.title}" if live is not None else ""
-        return not asks_for_exhibit(query, head.title, str(m.get("title", "")), name)
+        return not asks_for_exhibit(query, head.title, str(m.get("title", "")), f"{live.doc_id} {live.tree.title}")
 
     # -- nested sections ----------------------------------------------------------------------
     def merge_nested(self, found: list[Candidate]) -> list[Candidate]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..store.terms import QUESTION_WORDS, name_words, words
+from ..store.terms import QUESTION_WORDS, fold_word, name_words, words
 from ..tree.build import DocumentTree
 from ..tree.titles import exhibit_label, filing_label, plain_title
 
@@ -99,7 +99,7 @@ def _subject_words(text: str, names: frozenset[str]) -> set[str]:
             continue
         w = w[:-3] + "y" if len(w) > 4 and w.endswith("ies") else w  # subsidiaries -> subsidiary
         if w not in names:
-            out.add(w[:-1] if len(w) >= 4 and w.endswith("s") and not w.endswith("ss") else w)
+            out.add(fold_word(w))
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from ..tree.titles import plain_title
 
 __all__ = [
-    "MAX_LEXICAL_TERMS", "QUESTION_WORDS", "STOPWORDS", "lexical_terms", "name_query_words", "name_words",
+    "MAX_LEXICAL_TERMS", "QUESTION_WORDS", "STOPWORDS", "fold_word", "lexical_terms", "name_query_words", "name_words",
     "title_answers", "title_field", "words",
 ]
 
@@ -85,7 +85,7 @@ QUESTION_WORDS = frozenset(
 )
 
 
-def _fold(word: str) -> str:
+def fold_word(word: str) -> str:
     """Remove a plural or third-person ``s`` from a word (``means`` -> ``mean``; 4+ letters only)."""
     return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
 
@@ -111,8 +111,8 @@ def title_answers(query: str, title: str) -> bool:
         >>> title_answers("network changelog empty section: how do I install it?", "Empty Section")
         False
     """
-    asked = {_fold(w) for w in words(query) if w not in QUESTION_WORDS}
-    named = {_fold(w) for w in words(plain_title(title)) if w not in QUESTION_WORDS}
+    asked = {fold_word(w) for w in words(query) if w not in QUESTION_WORDS}
+    named = {fold_word(w) for w in words(plain_title(title)) if w not in QUESTION_WORDS}
     return len(asked & named) >= 2 and bool(named - asked)
 
 
