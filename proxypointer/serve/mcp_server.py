@@ -89,16 +89,23 @@ def _search_tools(service: Service) -> tuple[Callable[..., Any], ...]:
     """Make the ``search`` and ``explain`` tools over ``service`` (limits and the default ``k`` from its config)."""
     lim = service.limits
     default_k = min(service.config.retrieval.k, lim.max_k)
+    # the arguments both tools take (the SDK reads them from the signatures)
+    Query = Annotated[  # noqa: N806
+        str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)
+    ]
+    K = Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)]  # noqa: N806
+    DocIds = Annotated[  # noqa: N806
+        list[str] | None, Field(description="Only search these documents (ids from list_documents).")
+    ]
+    Prefix = Annotated[  # noqa: N806
+        str | None, Field(description="Only search documents whose doc_id starts with this, e.g. 'policies/'.")
+    ]
 
     async def search(
-        query: Annotated[str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)],
-        k: Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)] = default_k,
-        doc_ids: Annotated[
-            list[str] | None, Field(description="Only search these documents (ids from list_documents).")
-        ] = None,
-        prefix: Annotated[
-            str | None, Field(description="Only search documents whose doc_id starts with this, e.g. 'policies/'.")
-        ] = None,
+        query: Query,
+        k: K = default_k,
+        doc_ids: DocIds = None,
+        prefix: Prefix = None,
         max_tokens: Annotated[
             int | None,
             Field(
@@ -120,14 +127,10 @@ def _search_tools(service: Service) -> tuple[Callable[..., Any], ...]:
         return await _call(service, service.search, query, k, doc_ids, prefix, max_tokens)
 
     async def explain(
-        query: Annotated[str, Field(description="Question or keywords.", min_length=1, max_length=lim.max_query_chars)],
-        k: Annotated[int, Field(description="Number of sections wanted.", ge=1, le=lim.max_k)] = default_k,
-        doc_ids: Annotated[
-            list[str] | None, Field(description="Only search these documents (ids from list_documents).")
-        ] = None,
-        prefix: Annotated[
-            str | None, Field(description="Only search documents whose doc_id starts with this, e.g. 'policies/'.")
-        ] = None,
+        query: Query,
+        k: K = default_k,
+        doc_ids: DocIds = None,
+        prefix: Prefix = None,
     ) -> dict[str, Any]:
         """Say why each section of a search ranked; it searches again and returns no section text.
 
